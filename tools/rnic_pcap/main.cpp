@@ -1,0 +1,173 @@
+// rnic-pcap: parse every RoCEv2 frame of pcap/pcapng files, verify its ICRC (which Wireshark
+// shows but never checks), print one line per packet and an opcode histogram.
+// Exit 0 when every RoCEv2 frame is sound, 1 when any fails, 2 on usage or file errors.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "frame_report.hpp"
+#include "pcap_file.hpp"
+#include "rnic/wire/parser.hpp"
+
+namespace {
+
+using rnic::tools::CapturedFrame;
+using rnic::tools::PcapReader;
+namespace wire = rnic::wire;
+
+constexpr int kDltEthernet = 1;
+
+struct Options {
+    bool json = false;
+    bool quiet = false;  // summary only
+    std::vector<std::string> files;
+};
+
+struct Failure {
+    uint64_t frame;
+    wire::ParseError error;
+};
+
+struct FileResult {
+    uint64_t frames = 0;
+    uint64_t rocev2 = 0;
+    uint64_t other = 0;
+    uint64_t icrc_ok = 0;
+    std::vector<Failure> failures;
+    std::map<std::string, uint64_t> histogram;
+};
+
+void usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: rnic-pcap [--json] [--quiet] FILE...\n"
+                 "  Parses every RoCEv2 frame (UDP 4791) of each pcap/pcapng FILE, verifies its ICRC,\n"
+                 "  prints one line per packet and an opcode histogram.\n"
+                 "  --json   one JSON document on stdout instead of text\n"
+                 "  --quiet  text mode: only the per-file summary and failures\n"
+                 "exit status: 0 all RoCEv2 frames sound, 1 some failed (named on stderr), 2 usage/file error\n");
+}
+
+FileResult check_file(const std::string& path, const Options& opt, nlohmann::json* json_packets) {
+    PcapReader reader(path);
+    if (reader.link_type() != kDltEthernet)
+        throw std::runtime_error(path + ": link type " + std::to_string(reader.link_type()) + " is not Ethernet");
+    FileResult res;
+    CapturedFrame cf;
+    uint64_t first_ns = 0;
+    while (reader.next(cf)) {
+        ++res.frames;
+        if (res.frames == 1) first_ns = cf.timestamp_ns;
+        const uint64_t rel_ns = cf.timestamp_ns - first_ns;
+        auto parsed = wire::parse_frame(cf.bytes);
+        if (!parsed && wire::is_not_rocev2(parsed.error().code)) {
+            ++res.other;
+            continue;
+        }
+        ++res.rocev2;
+        if (!parsed) {
+            const wire::ParseError& e = parsed.error();
+            res.failures.push_back({cf.index, e});
+            ++res.histogram["(malformed)"];
+            if (json_packets) {
+                json_packets->push_back({{"frame", cf.index},
+                                         {"time_ns", cf.timestamp_ns},
+                                         {"error", wire::parse_errc_name(e.code)},
+                                         {"error_text", wire::parse_errc_text(e.code)},
+                                         {"offset", e.offset}});
+            } else if (!opt.quiet) {
+                std::printf("%6llu %s ERROR %s: %s (offset %zu)\n", static_cast<unsigned long long>(cf.index),
+                            rnic::tools::format_seconds(rel_ns).c_str(),
+                            std::string(wire::parse_errc_name(e.code)).c_str(),
+                            std::string(wire::parse_errc_text(e.code)).c_str(), e.offset);
+            }
+            continue;
+        }
+        ++res.icrc_ok;
+        ++res.histogram[std::string(parsed->info->name)];
+        if (json_packets) {
+            auto j = rnic::tools::frame_to_json(*parsed);
+            j["frame"] = cf.index;
+            j["time_ns"] = cf.timestamp_ns;
+            j["icrc_ok"] = true;
+            json_packets->push_back(std::move(j));
+        } else if (!opt.quiet) {
+            std::printf("%6llu %s %s icrc=ok\n", static_cast<unsigned long long>(cf.index),
+                        rnic::tools::format_seconds(rel_ns).c_str(), rnic::tools::describe_frame(*parsed).c_str());
+        }
+    }
+    return res;
+}
+
+void print_summary(const std::string& path, const FileResult& r) {
+    std::printf("%s: %llu frames, %llu RoCEv2, %llu other, ICRC ok %llu/%llu, %zu failed\n", path.c_str(),
+                static_cast<unsigned long long>(r.frames), static_cast<unsigned long long>(r.rocev2),
+                static_cast<unsigned long long>(r.other), static_cast<unsigned long long>(r.icrc_ok),
+                static_cast<unsigned long long>(r.rocev2), r.failures.size());
+    for (const auto& [name, count] : r.histogram)
+        std::printf("  %-40s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+}
+
+void report_failures(const std::string& path, const FileResult& r) {
+    if (r.failures.empty()) return;
+    std::string list;
+    for (const Failure& f : r.failures) {
+        if (!list.empty()) list += ", ";
+        list += std::to_string(f.frame) + " (" + std::string(wire::parse_errc_name(f.error.code)) + ")";
+    }
+    std::fprintf(stderr, "rnic-pcap: %s: %zu RoCEv2 frame(s) failed: %s\n", path.c_str(), r.failures.size(),
+                 list.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--json") opt.json = true;
+        else if (a == "--quiet" || a == "-q") opt.quiet = true;
+        else if (a == "--help" || a == "-h") { usage(stdout); return 0; }
+        else if (!a.empty() && a[0] == '-') { std::fprintf(stderr, "rnic-pcap: unknown option %s\n", a.c_str()); usage(stderr); return 2; }
+        else opt.files.push_back(a);
+    }
+    if (opt.files.empty()) {
+        usage(stderr);
+        return 2;
+    }
+
+    bool any_failed = false;
+    nlohmann::json doc{{"files", nlohmann::json::array()}};
+    for (const std::string& path : opt.files) {
+        nlohmann::json packets = nlohmann::json::array();
+        FileResult r;
+        try {
+            r = check_file(path, opt, opt.json ? &packets : nullptr);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "rnic-pcap: %s\n", e.what());
+            return 2;
+        }
+        any_failed = any_failed || !r.failures.empty();
+        report_failures(path, r);
+        if (opt.json) {
+            nlohmann::json failed = nlohmann::json::array();
+            for (const Failure& f : r.failures)
+                failed.push_back({{"frame", f.frame}, {"error", wire::parse_errc_name(f.error.code)}, {"offset", f.error.offset}});
+            doc["files"].push_back({{"file", path},
+                                    {"frames", r.frames},
+                                    {"rocev2", r.rocev2},
+                                    {"other", r.other},
+                                    {"icrc_ok", r.icrc_ok},
+                                    {"failed", failed},
+                                    {"histogram", r.histogram},
+                                    {"packets", packets}});
+        } else {
+            print_summary(path, r);
+        }
+    }
+    if (opt.json) std::cout << doc.dump(1) << "\n";
+    return any_failed ? 1 : 0;
+}

@@ -1,0 +1,19 @@
+// RFC 1071 Internet checksum for the IPv4 header and, when a sender filled it, the UDP checksum.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rnic::wire {
+
+// One's-complement sum of 16-bit big-endian words, folded, not inverted.
+uint32_t inet_sum(const uint8_t* data, size_t length, uint32_t sum = 0) noexcept;
+uint16_t inet_fold(uint32_t sum) noexcept;
+
+uint16_t ipv4_header_checksum(const uint8_t* header, size_t header_length) noexcept;
+
+// UDP checksum over the pseudo-header; `ip` points at the IPv4 or IPv6 header, `udp` at a UDP
+// datagram of `udp_length` bytes. Returns the value to put in the header (0 maps to 0xFFFF).
+uint16_t udp_checksum(const uint8_t* ip, const uint8_t* udp, size_t udp_length) noexcept;
+
+}  // namespace rnic::wire

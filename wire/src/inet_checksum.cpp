@@ -1,0 +1,44 @@
+#include "rnic/wire/inet_checksum.hpp"
+
+#include "rnic/wire/byte_order.hpp"
+#include "rnic/wire/headers.hpp"
+
+namespace rnic::wire {
+
+uint32_t inet_sum(const uint8_t* data, size_t length, uint32_t sum) noexcept {
+    uint64_t s = sum;
+    size_t i = 0;
+    for (; i + 1 < length; i += 2) s += load_be16(data + i);
+    if (i < length) s += uint32_t{data[i]} << 8;
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return static_cast<uint32_t>(s);
+}
+
+uint16_t inet_fold(uint32_t sum) noexcept {
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return static_cast<uint16_t>(sum);
+}
+
+uint16_t ipv4_header_checksum(const uint8_t* header, size_t header_length) noexcept {
+    // The checksum field itself counts as zero.
+    uint32_t sum = inet_sum(header, 10);
+    sum = inet_sum(header + 12, header_length - 12, sum);
+    return static_cast<uint16_t>(~inet_fold(sum));
+}
+
+uint16_t udp_checksum(const uint8_t* ip, const uint8_t* udp, size_t udp_length) noexcept {
+    uint32_t sum = 0;
+    if ((ip[0] >> 4) == 4) {
+        sum = inet_sum(ip + 12, 8);  // source and destination address
+    } else {
+        sum = inet_sum(ip + 8, 32);
+    }
+    sum += kIpProtoUdp;
+    sum += static_cast<uint32_t>(udp_length);
+    sum = inet_sum(udp, 6, sum);  // ports and length; the checksum field counts as zero
+    sum = inet_sum(udp + 8, udp_length - 8, sum);
+    const uint16_t c = static_cast<uint16_t>(~inet_fold(sum));
+    return c == 0 ? 0xFFFF : c;
+}
+
+}  // namespace rnic::wire
