@@ -52,12 +52,14 @@ void reseal(Frame& f, const RoceFrame& layout) {
 }
 
 
-// Cuts the transport packet to `transport_length` bytes and fixes IP/UDP lengths to match,
-// so the error is found in the transport layer rather than as a short IP packet.
+// Cuts (or zero-extends) the transport packet to `transport_length` bytes and fixes IP/UDP
+// lengths to match, so the error is found in the transport layer rather than as a short IP
+// packet.
 Frame with_transport_length(const Frame& original, size_t transport_length) {
     auto p = parse_frame(original);
     REQUIRE(p);
-    Frame f(original.begin(), original.begin() + static_cast<long>(p->bth_offset + transport_length));
+    Frame f = original;  // longer transport lengths grow the frame with zero bytes
+    f.resize(p->bth_offset + transport_length);
     const uint16_t udp_length = static_cast<uint16_t>(UdpHeader::kSize + transport_length);
     store_be16(f.data() + p->l4_offset + 4, udp_length);
     uint8_t* ip = f.data() + p->l3_offset;
