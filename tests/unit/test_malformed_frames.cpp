@@ -232,6 +232,16 @@ TEST_CASE("IP and UDP layer errors", "[malformed]") {
     store_be16(f.data() + 14 + 2, 19);  // total length below the header
     CHECK(error_of(f) == ParseErrc::BadIpTotalLength);
 
+    // An IPv6 header with an IPv4-mapped source address.
+    Frame v6 = frames.back();
+    auto v6layout = parse_frame(v6);
+    REQUIRE(v6layout);
+    REQUIRE(v6layout->ip_version == 6);
+    const Gid mapped = Gid::from_ipv4(0x0A000001);
+    std::copy(mapped.raw.begin(), mapped.raw.end(), v6.begin() + static_cast<long>(v6layout->l3_offset + 8));
+    reseal(v6, *v6layout);
+    CHECK(error_of(v6) == ParseErrc::MappedIpv6Address);
+
     // A correct non-zero UDP checksum is accepted (the ICRC masks the field), a wrong one is not.
     f = frames[0];
     auto p = parse_frame(f);

@@ -12,6 +12,7 @@ std::string_view parse_errc_name(ParseErrc code) noexcept {
         case ParseErrc::BadIpTotalLength: return "bad_ip_total_length";
         case ParseErrc::BadIpChecksum: return "bad_ip_checksum";
         case ParseErrc::IpFragment: return "ip_fragment";
+        case ParseErrc::MappedIpv6Address: return "mapped_ipv6_address";
         case ParseErrc::NotUdp: return "not_udp";
         case ParseErrc::TruncatedUdp: return "truncated_udp";
         case ParseErrc::BadUdpLength: return "bad_udp_length";
@@ -40,6 +41,7 @@ std::string_view parse_errc_text(ParseErrc code) noexcept {
         case ParseErrc::BadIpTotalLength: return "IPv4 total length smaller than its header";
         case ParseErrc::BadIpChecksum: return "IPv4 header checksum does not verify";
         case ParseErrc::IpFragment: return "IP fragment (RoCEv2 is never fragmented)";
+        case ParseErrc::MappedIpv6Address: return "IPv4-mapped address in an IPv6 header";
         case ParseErrc::NotUdp: return "IP payload is not UDP";
         case ParseErrc::TruncatedUdp: return "IP payload shorter than a UDP header";
         case ParseErrc::BadUdpLength: return "UDP length disagrees with the IP payload length";

@@ -78,6 +78,10 @@ Expected<RoceFrame, ParseError> parse_frame(std::span<const uint8_t> frame, cons
         protocol = r.ipv6.next_header;
         r.src_gid = Gid::from_ipv6(r.ipv6.src);
         r.dst_gid = Gid::from_ipv6(r.ipv6.dst);
+        // IPv4-mapped addresses never appear in IPv6 headers (RFC 4291 2.5.5.2; Linux drops
+        // them); accepting one would make the GID claim an IPv4 path the frame did not take.
+        if (r.src_gid.is_ipv4_mapped()) return fail(ParseErrc::MappedIpv6Address, off + 8);
+        if (r.dst_gid.is_ipv4_mapped()) return fail(ParseErrc::MappedIpv6Address, off + 24);
     } else {
         return fail(ParseErrc::NotIp, off - 2);
     }

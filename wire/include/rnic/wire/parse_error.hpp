@@ -16,6 +16,7 @@ enum class ParseErrc : uint8_t {
     BadIpTotalLength,   // IPv4 total length smaller than its header
     BadIpChecksum,
     IpFragment,         // RoCEv2 is never fragmented
+    MappedIpv6Address,  // IPv6 header carrying an IPv4-mapped address (RFC 4291 2.5.5.2)
     NotUdp,
     TruncatedUdp,
     BadUdpLength,       // UDP length disagrees with the IP payload length
