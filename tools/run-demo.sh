@@ -13,6 +13,7 @@ tshark -r "$out/wire_all_opcodes.pcap" 2>/dev/null | head -n 12
 golden=../shared/pcaps-rxe/rxe_rc_pingpong_mtu1024_s4096.pcap
 if [[ -f "$golden" ]]; then
   echo "== rnic-pcap on a Linux rxe capture ($golden)"
-  build/tools/rnic-pcap "$golden"
+  build/tools/rnic-pcap "$golden" | head -n 12
+  build/tools/rnic-pcap --quiet "$golden"
 fi
 echo "capture written to $out/wire_all_opcodes.pcap"

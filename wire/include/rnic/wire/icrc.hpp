@@ -1,4 +1,5 @@
-// RoCEv2 invariant CRC (IBA annex A17.3.3). CRC-32 from zlib over eight 0xFF bytes (standing
+// RoCEv2 invariant CRC (IBA annex A17.3.3). The IEEE CRC-32 (zlib's crc32, computed by ISA-L)
+// over eight 0xFF bytes (standing
 // in for the LRH), then the IP packet with its variant fields (IPv4 TOS/TTL/checksum; IPv6
 // traffic class/flow label/hop limit; UDP checksum; BTH FECN/BECN/resv6) masked to ones, up to
 // the ICRC. Sent least-significant byte first.
