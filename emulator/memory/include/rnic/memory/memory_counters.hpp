@@ -1,0 +1,28 @@
+// Counters of the memory unit, named after vendor/`rdma statistic` counters where one exists.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rnic/memory/access_error.hpp"
+
+namespace rnic::mem {
+
+struct MemoryCounters {
+    uint64_t mr_registrations = 0;
+    uint64_t mr_reg_errors = 0;
+    uint64_t mr_deregistrations = 0;
+    uint64_t mr_invalidations = 0;
+    uint64_t cache_miss_ns = 0;  // every nanosecond ever charged, including what was taken
+    // Indexed by AccessError; [None] stays 0. Local: lkeys in SGEs. Remote: rkeys from the peer.
+    std::array<uint64_t, kAccessErrorKinds> local_access_errors{};
+    std::array<uint64_t, kAccessErrorKinds> remote_access_errors{};
+};
+
+// (name, value) pairs in a fixed order; names are string literals.
+using CounterList = std::vector<std::pair<std::string_view, uint64_t>>;
+
+}  // namespace rnic::mem

@@ -1,0 +1,124 @@
+// The RNIC's memory protection unit: registration (MPT + MTT), the checks every local and
+// remote access goes through, copies into and out of registered memory, 8-byte atomics, and
+// the MPT/MTT cache models whose misses are charged as processing time.
+//
+// Not thread-safe: one engine thread owns a table (registration requests reach it through the
+// engine's control path). Nothing on the data path allocates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "rnic/memory/access_error.hpp"
+#include "rnic/memory/access_flags.hpp"
+#include "rnic/memory/cache_model.hpp"
+#include "rnic/memory/keys.hpp"
+#include "rnic/memory/memory_config.hpp"
+#include "rnic/memory/memory_counters.hpp"
+#include "rnic/memory/mpt.hpp"
+#include "rnic/memory/mtt.hpp"
+
+namespace rnic::mem {
+
+struct RegResult {
+    int error = 0;  // 0 or an errno value, as ibv_reg_mr would set it
+    MrKeys keys{};
+    bool ok() const noexcept { return error == 0; }
+};
+
+struct AtomicResult {
+    AccessError error = AccessError::None;
+    uint64_t original = 0;  // the value before the operation (what the AtomicAckETH carries)
+};
+
+class MemoryTable {
+public:
+    // Throws std::invalid_argument on an impossible config (set-up only).
+    explicit MemoryTable(const MemoryConfig& config = {});
+
+    // --- control path -------------------------------------------------------------------
+    // A region of `length` bytes at `host_address` in this process, named `iova` by its
+    // users. Errors: EINVAL (flags, zero length, over max_mr_size, iova or host range
+    // wrapping, null address), EOPNOTSUPP (ODP, FLUSH), ENOMEM (MPT or MTT full).
+    RegResult register_mr(uint32_t pd, void* host_address, uint64_t length, uint64_t iova, AccessFlags access);
+    // The same from a list of 4 KiB-aligned page addresses (not necessarily contiguous); the
+    // region starts `first_page_offset` bytes into pages[0]. pages.size() must be exactly the
+    // number of pages the region spans.
+    RegResult register_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
+                                uint64_t length, uint64_t iova, AccessFlags access);
+    // 0, or EINVAL when the key names no registered region (stale variant included).
+    int deregister_mr(uint32_t key);
+    // SEND_WITH_INV / LOCAL_INV: the region stays registered but its keys stop working.
+    // InvalidKey (no such region), PdMismatch (not the QP's PD) or None; invalidating an
+    // already invalid region is None, as in rxe.
+    AccessError invalidate(uint32_t key, uint32_t pd);
+    // The entry a key names, Valid or Invalid; nullopt for free indexes and stale keys.
+    std::optional<MptEntry> query(uint32_t key) const;
+
+    // --- data path ----------------------------------------------------------------------
+    // May `key` be used by a QP of `pd` for [va, va + length) with `required` rights?
+    // remote: the key came from the peer (rkey) rather than a local SGE (lkey); it decides
+    // which error counters move. Zero-length accesses are not checked at all (IBA C9-88: a
+    // zero-length RDMA operation need not carry a valid R_Key or VA; rxe does the same for
+    // SGEs), so they succeed for any key and touch no cache.
+    AccessError check_access(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
+                             bool remote);
+
+    // Write `src` into registered memory at va. Checks as check_access with the right a write
+    // by the NIC needs: REMOTE_WRITE for an rkey (RDMA WRITE), LOCAL_WRITE for an lkey
+    // (receive buffer, READ response or atomic result landing). Nothing is written on error.
+    AccessError copy_in(uint32_t key, uint32_t pd, uint64_t va, std::span<const uint8_t> src, bool remote);
+    // Read registered memory at va into `dst`: REMOTE_READ for an rkey (RDMA READ), no right
+    // for an lkey (a local key may always be read: SEND and WRITE payloads).
+    AccessError copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote);
+
+    // Responder atomics on 8 bytes at va, values in host byte order (the engine converts the
+    // AtomicETH). Need REMOTE_ATOMIC and an 8-byte aligned va (else Misaligned, checked
+    // before the key, as the request itself is malformed) and host address (a region whose
+    // iova and host address disagree mod 8 cannot be operated on atomically: Misaligned).
+    // Done with std::atomic_ref so an application touching the word concurrently stays defined.
+    AtomicResult compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap);
+    AtomicResult fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add);
+
+    // --- cost and counters --------------------------------------------------------------
+    // Nanoseconds of cache misses since the last take; the engine adds them to its clock.
+    uint64_t charged_ns() const noexcept { return charged_ns_; }
+    uint64_t take_charged_ns() noexcept;
+
+    const CacheModel& mpt_cache() const noexcept { return mpt_cache_; }
+    const CacheModel& mtt_cache() const noexcept { return mtt_cache_; }
+    void reset_cache_stats() noexcept;
+    const MemoryCounters& raw_counters() const noexcept { return counters_; }
+    CounterList counters() const;
+
+    const MemoryConfig& config() const noexcept { return config_; }
+    uint32_t mr_count() const noexcept { return mpt_.in_use(); }
+
+private:
+    template <class PageAt>
+    RegResult register_region(uint32_t pd, uintptr_t host_address, uint32_t first_page_offset, uint64_t length,
+                              uint64_t iova, AccessFlags access, PageAt page_at);
+    int check_registration(uint64_t length, uint64_t iova, AccessFlags access) const noexcept;
+    RegResult reg_failed(int error) noexcept;
+
+    AccessError lookup(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
+                       const MptEntry*& entry);
+    AccessError count(AccessError error, bool remote) noexcept;
+    uintptr_t translate(const MptEntry& e, uint64_t va) noexcept;
+    template <class Fn>
+    void for_each_page(const MptEntry& e, uint64_t va, uint64_t length, Fn&& fn);
+    template <class Op>
+    AtomicResult atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op);
+    void charge(CacheModel& cache, uint64_t key) noexcept;
+
+    MemoryConfig config_;
+    Mpt mpt_;
+    Mtt mtt_;
+    CacheModel mpt_cache_;
+    CacheModel mtt_cache_;
+    uint64_t charged_ns_ = 0;
+    MemoryCounters counters_;
+};
+
+}  // namespace rnic::mem

@@ -1,0 +1,23 @@
+#include "rnic/memory/access_error.hpp"
+
+namespace rnic::mem {
+
+std::string_view access_error_name(AccessError error) noexcept {
+    switch (error) {
+        case AccessError::None:
+            return "none";
+        case AccessError::InvalidKey:
+            return "invalid_key";
+        case AccessError::PdMismatch:
+            return "pd_mismatch";
+        case AccessError::AccessDenied:
+            return "access_denied";
+        case AccessError::OutOfBounds:
+            return "out_of_bounds";
+        case AccessError::Misaligned:
+            return "misaligned";
+    }
+    return "unknown";
+}
+
+}  // namespace rnic::mem

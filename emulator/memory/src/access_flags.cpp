@@ -1,0 +1,23 @@
+#include "rnic/memory/access_flags.hpp"
+
+#include <cerrno>
+
+namespace rnic::mem {
+
+namespace {
+constexpr AccessFlags kAccessKnown = ((kAccessFlushPersistent << 1) - 1) | kAccessOptionalRange;
+constexpr AccessFlags kAccessUnsupported = kAccessOnDemand | kAccessFlushGlobal | kAccessFlushPersistent;
+}  // namespace
+
+int check_mr_access_flags(AccessFlags flags) noexcept {
+    // The IBA requires Local Write whenever Remote Write or Remote Atomic is granted: a
+    // region the peer may change must be one the local consumer may change (ibv_reg_mr(3)).
+    if ((flags & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 && (flags & kAccessLocalWrite) == 0) {
+        return EINVAL;
+    }
+    if ((flags & ~kAccessKnown) != 0) return EINVAL;
+    if ((flags & kAccessUnsupported) != 0) return EOPNOTSUPP;
+    return 0;
+}
+
+}  // namespace rnic::mem

@@ -1,0 +1,141 @@
+// Data path of the memory table: key checks, copies and atomics. Called per packet, so no
+// allocation and no exceptions here.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "rnic/memory/memory_table.hpp"
+
+namespace rnic::mem {
+
+namespace {
+
+// [va, va + length) inside [iova, iova + mr length), without computing either end (both can
+// be 2^64 or wrap). length > 0.
+constexpr bool in_bounds(const MptEntry& e, uint64_t va, uint64_t length) noexcept {
+    if (va < e.iova) return false;
+    const uint64_t offset = va - e.iova;
+    return offset < e.length && length <= e.length - offset;
+}
+
+constexpr AccessFlags write_right(bool remote) noexcept {
+    return remote ? kAccessRemoteWrite : kAccessLocalWrite;
+}
+// An lkey may always be read: the consumer registered the buffer in order to send from it.
+constexpr AccessFlags read_right(bool remote) noexcept {
+    return remote ? kAccessRemoteRead : AccessFlags{0};
+}
+
+}  // namespace
+
+AccessError MemoryTable::lookup(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
+                                const MptEntry*& entry) {
+    // The NIC fetches the MPT entry whatever the outcome, so even a bad key costs a lookup.
+    charge(mpt_cache_, key_index(key));
+    const MptEntry* e = mpt_.find(key);
+    // A key is usable only while its region is valid: an unknown index, a stale variant and
+    // an invalidated region are the same error to the user (rxe: rkey violation).
+    if (e == nullptr || e->state != MrState::Valid) return AccessError::InvalidKey;
+    // A QP may only use regions of its own protection domain: that is what PDs are for.
+    if (e->pd != pd) return AccessError::PdMismatch;
+    if ((e->access & required) != required) return AccessError::AccessDenied;
+    if (!in_bounds(*e, va, length)) return AccessError::OutOfBounds;
+    entry = e;
+    return AccessError::None;
+}
+
+AccessError MemoryTable::count(AccessError error, bool remote) noexcept {
+    if (error != AccessError::None) {
+        auto& errors = remote ? counters_.remote_access_errors : counters_.local_access_errors;
+        ++errors[static_cast<std::size_t>(error)];
+    }
+    return error;
+}
+
+AccessError MemoryTable::check_access(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
+                                      bool remote) {
+    // IBA C9-88: a zero-length RDMA READ/WRITE need not carry a valid R_Key or VA, so the
+    // key is not looked at; the same holds for zero-length SGEs (rxe copy_data).
+    if (length == 0) return AccessError::None;
+    const MptEntry* e = nullptr;
+    return count(lookup(key, pd, va, length, required, e), remote);
+}
+
+uintptr_t MemoryTable::translate(const MptEntry& e, uint64_t va) noexcept {
+    const uint64_t position = (va - e.iova) + e.first_page_offset;
+    const uint64_t mtt_index = e.mtt_first + (position >> kPageShift);
+    charge(mtt_cache_, mtt_index);
+    return mtt_.page(mtt_index) + (position & kPageMask);
+}
+
+// Calls fn(host_address, offset_in_access, bytes) once per page the access touches, each
+// page translated through its own MTT entry. [va, va + length) must be in bounds.
+template <class Fn>
+void MemoryTable::for_each_page(const MptEntry& e, uint64_t va, uint64_t length, Fn&& fn) {
+    uint64_t done = 0;
+    while (done < length) {
+        const uintptr_t host = translate(e, va + done);
+        const uint64_t room = kPageSize - (host & kPageMask);
+        const uint64_t chunk = std::min(length - done, room);
+        fn(host, done, chunk);
+        done += chunk;
+    }
+}
+
+AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::span<const uint8_t> src, bool remote) {
+    if (src.empty()) return AccessError::None;  // C9-88, see check_access
+    const MptEntry* e = nullptr;
+    if (const AccessError err = lookup(key, pd, va, src.size(), write_right(remote), e); err != AccessError::None) {
+        return count(err, remote);
+    }
+    for_each_page(*e, va, src.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
+        std::memcpy(reinterpret_cast<void*>(host), src.data() + offset, bytes);
+    });
+    return AccessError::None;
+}
+
+AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote) {
+    if (dst.empty()) return AccessError::None;  // C9-88, see check_access
+    const MptEntry* e = nullptr;
+    if (const AccessError err = lookup(key, pd, va, dst.size(), read_right(remote), e); err != AccessError::None) {
+        return count(err, remote);
+    }
+    for_each_page(*e, va, dst.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
+        std::memcpy(dst.data() + offset, reinterpret_cast<const void*>(host), bytes);
+    });
+    return AccessError::None;
+}
+
+template <class Op>
+AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op) {
+    constexpr bool kRemote = true;
+    // IBA: an atomic's VA must be naturally aligned (8 bytes); a misaligned request is an
+    // invalid request, whatever the key says.
+    if ((va & 7u) != 0) return {count(AccessError::Misaligned, kRemote), 0};
+    const MptEntry* e = nullptr;
+    if (const AccessError err = lookup(rkey, pd, va, sizeof(uint64_t), kAccessRemoteAtomic, e);
+        err != AccessError::None) {
+        return {count(err, kRemote), 0};
+    }
+    const uintptr_t host = translate(*e, va);
+    if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return {count(AccessError::Misaligned, kRemote), 0};
+    // Aligned to 8 inside a 4 KiB page, so the word never straddles two MTT pages.
+    std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(host));
+    return {AccessError::None, op(word)};
+}
+
+AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap) {
+    return atomic(rkey, pd, va, [compare, swap](std::atomic_ref<uint64_t>& word) {
+        uint64_t seen = compare;
+        // On failure `seen` receives the current value; on success it already equals it.
+        word.compare_exchange_strong(seen, swap);
+        return seen;
+    });
+}
+
+AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add) {
+    // Unsigned: the sum wraps modulo 2^64, as the IBA's Fetch and Add does.
+    return atomic(rkey, pd, va, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
+}
+
+}  // namespace rnic::mem

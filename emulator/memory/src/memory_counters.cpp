@@ -1,0 +1,53 @@
+#include <array>
+
+#include "rnic/memory/memory_table.hpp"
+
+namespace rnic::mem {
+
+namespace {
+
+constexpr std::array<std::string_view, kAccessErrorKinds> kLocalErrorNames = {
+    "",
+    "local_access_invalid_key",
+    "local_access_pd_mismatch",
+    "local_access_denied",
+    "local_access_out_of_bounds",
+    "local_access_misaligned",
+};
+constexpr std::array<std::string_view, kAccessErrorKinds> kRemoteErrorNames = {
+    "",
+    "remote_access_invalid_key",
+    "remote_access_pd_mismatch",
+    "remote_access_denied",
+    "remote_access_out_of_bounds",
+    "remote_access_misaligned",
+};
+
+}  // namespace
+
+CounterList MemoryTable::counters() const {
+    CounterList list = {
+        {"mr_in_use", mpt_.in_use()},
+        {"mtt_entries_in_use", mtt_.entries_in_use()},
+        {"mr_registrations", counters_.mr_registrations},
+        {"mr_reg_errors", counters_.mr_reg_errors},
+        {"mr_deregistrations", counters_.mr_deregistrations},
+        {"mr_invalidations", counters_.mr_invalidations},
+        {"mpt_cache_hits", mpt_cache_.hits()},
+        {"mpt_cache_misses", mpt_cache_.misses()},
+        {"mpt_cache_evictions", mpt_cache_.evictions()},
+        {"mtt_cache_hits", mtt_cache_.hits()},
+        {"mtt_cache_misses", mtt_cache_.misses()},
+        {"mtt_cache_evictions", mtt_cache_.evictions()},
+        {"mem_cache_miss_ns", counters_.cache_miss_ns},
+    };
+    for (std::size_t kind = 1; kind < kAccessErrorKinds; ++kind) {
+        list.emplace_back(kLocalErrorNames[kind], counters_.local_access_errors[kind]);
+    }
+    for (std::size_t kind = 1; kind < kAccessErrorKinds; ++kind) {
+        list.emplace_back(kRemoteErrorNames[kind], counters_.remote_access_errors[kind]);
+    }
+    return list;
+}
+
+}  // namespace rnic::mem

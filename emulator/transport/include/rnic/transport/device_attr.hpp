@@ -1,0 +1,47 @@
+// What the device advertises (ibv_query_device / ibv_query_port), and the limits the engine
+// enforces with the errno rdma-core providers return.
+#pragma once
+
+#include <cstdint>
+
+#include "rnic/memory/cache_model.hpp"
+#include "rnic/transport/verbs_types.hpp"
+
+namespace rnic::transport {
+
+struct DeviceLimits {
+    uint32_t max_qp = 16384;
+    uint32_t max_qp_wr = 16384;
+    uint32_t max_sge = 32;
+    uint32_t max_cq = 16384;
+    uint32_t max_cqe = 1u << 20;
+    uint32_t max_mr = 1u << 20;
+    uint64_t max_mr_size = 1ull << 40;
+    uint32_t max_pd = 1u << 16;
+    uint32_t max_qp_rd_atom = 128;
+    uint32_t max_qp_init_rd_atom = 128;
+    uint32_t max_srq = 4096;
+    uint32_t max_srq_wr = 16384;
+    uint32_t max_srq_sge = 32;
+    uint32_t max_inline_data = 256;
+    uint32_t max_ah = 1u << 16;
+    uint32_t max_msg_size = 1u << 31;
+    Mtu max_mtu = Mtu::Mtu4096;
+    Mtu active_mtu = Mtu::Mtu4096;  // what the port's Ethernet MTU allows
+};
+
+// The RNIC's on-chip caches (sizes in entries; 0 = off) and what a miss costs.
+struct CacheSetup {
+    mem::CacheConfig qpc{};
+    mem::CacheConfig mpt{};
+    mem::CacheConfig mtt{};
+};
+
+struct EngineTuning {
+    uint32_t max_inflight_packets = 1024;  // per QP, unacknowledged
+    uint32_t ack_request_interval = 64;    // request an ACK at least every N packets of a message
+    uint32_t tx_burst = 32;                // frames one QP may emit per scheduling turn
+    uint64_t per_packet_cost_ns = 0;       // processing time charged per packet (0: only cache misses)
+};
+
+}  // namespace rnic::transport

@@ -1,0 +1,153 @@
+// The transport engine: the RNIC without its port. I/O-free and single-threaded: verbs calls,
+// received frames and the current time go in; frames to send, completions, async events and
+// the next timer deadline come out. The daemon drives it from its DPDK poll loop; tests drive
+// it in simulated time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "rnic/transport/completion_queue.hpp"
+#include "rnic/transport/counters.hpp"
+#include "rnic/transport/device_attr.hpp"
+#include "rnic/transport/work_request.hpp"
+#include "rnic/wire/expected.hpp"
+#include "rnic/wire/gid.hpp"
+#include "rnic/wire/headers.hpp"
+
+namespace rnic::mem {
+class MemoryTable;
+}
+
+namespace rnic::transport {
+
+struct QueuePair;
+struct ParsedFrameRef;
+
+struct EngineConfig {
+    wire::MacAddr mac{};
+    std::vector<wire::Gid> gids;  // GID table; index 0 is the port's RoCEv2 IPv4 GID
+    DeviceLimits limits;
+    CacheSetup caches;
+    EngineTuning tuning;
+    uint32_t first_qpn = 0x11;  // QPN 0/1 are the special QPs; rxe starts user QPs at 0x11
+};
+
+struct MrInfo {
+    uint32_t lkey = 0;
+    uint32_t rkey = 0;
+};
+
+struct QpInfo {
+    uint32_t qpn = 0;
+    QpCap cap;  // what was actually granted
+};
+
+// Where the engine writes outgoing frames: the daemon hands out mbuf space, tests a vector.
+class FrameSink {
+public:
+    virtual ~FrameSink() = default;
+    virtual std::span<uint8_t> allocate(size_t length) = 0;  // empty span: no room, stop
+    virtual void commit(size_t length) = 0;
+};
+
+template <class T>
+using Result = wire::Expected<T, int>;  // errno on failure, as rdma-core returns
+
+class Engine {
+public:
+    explicit Engine(EngineConfig config);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // ---- control path (slow path; errno values as rdma-core returns them) ----
+    Result<uint32_t> alloc_pd();
+    int dealloc_pd(uint32_t pd);
+    Result<MrInfo> reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access);
+    int dereg_mr(uint32_t lkey);
+    Result<uint32_t> create_cq(uint32_t cqe);
+    int destroy_cq(uint32_t cq);
+    Result<uint32_t> create_srq(uint32_t pd, const SrqAttributes& attr);
+    int modify_srq(uint32_t srq, uint32_t srq_limit);
+    int destroy_srq(uint32_t srq);
+    Result<uint32_t> create_ah(uint32_t pd, const AddressVector& av);
+    int destroy_ah(uint32_t ah);
+    Result<QpInfo> create_qp(const QpInitAttr& attr);
+    int modify_qp(uint32_t qpn, const QpAttributes& attr, uint32_t attr_mask);
+    int query_qp(uint32_t qpn, QpAttributes& attr) const;
+    int destroy_qp(uint32_t qpn);
+
+    // ---- data path ----
+    int post_send(uint32_t qpn, const SendWr& wr);
+    int post_recv(uint32_t qpn, const RecvWr& wr);
+    int post_srq_recv(uint32_t srq, const RecvWr& wr);
+    int poll_cq(uint32_t cq, std::span<WorkCompletion> out);  // count, or -errno
+    bool poll_async_event(AsyncEvent& event);
+
+    // ---- the wire ----
+    void receive(std::span<const uint8_t> frame, uint64_t now_ns);
+    size_t transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames);
+    std::optional<uint64_t> next_deadline() const;
+    void advance(uint64_t now_ns);  // fire timers due by now
+
+    // ---- introspection ----
+    const DeviceCounters& device_counters() const noexcept { return counters_; }
+    const QpCounters* qp_counters(uint32_t qpn) const;
+    QpCounters total_qp_counters() const;
+    std::vector<std::pair<std::string_view, uint64_t>> cache_counters() const;
+    const EngineConfig& config() const noexcept { return config_; }
+    bool has_pending_work() const;
+
+private:
+    friend class Requester;
+    friend class Responder;
+    friend class Completer;
+
+    QueuePair* find_qp(uint32_t qpn);
+    const QueuePair* find_qp(uint32_t qpn) const;
+    void complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc);
+    void raise_event(EventType type, uint32_t object);
+    void move_to_error(QueuePair& qp);
+    void flush_queues(QueuePair& qp);
+    void charge(uint64_t ns);
+    bool take_recv_wqe(QueuePair& qp, RecvWr& out, bool& from_srq);
+    void after_srq_consume(uint32_t srq);
+    void mark_ready(QueuePair& qp);
+
+    struct ProtectionDomain {};
+    struct SharedReceiveQueue {
+        uint32_t pd = 0;
+        SrqAttributes attr;
+        std::deque<RecvWr> wqes;
+        bool limit_armed = false;
+    };
+
+    EngineConfig config_;
+    std::unique_ptr<mem::MemoryTable> memory_;
+    std::unique_ptr<class Requester> requester_;
+    std::unique_ptr<class Responder> responder_;
+    std::unique_ptr<class Completer> completer_;
+    std::unique_ptr<mem::CacheModel> qpc_cache_;
+
+    std::map<uint32_t, ProtectionDomain> pds_;
+    std::map<uint32_t, std::unique_ptr<CompletionQueue>> cqs_;
+    std::map<uint32_t, SharedReceiveQueue> srqs_;
+    std::map<uint32_t, AddressVector> ahs_;
+    std::map<uint32_t, std::unique_ptr<QueuePair>> qps_;
+    uint32_t next_handle_ = 1;
+    uint32_t next_qpn_;
+    std::deque<AsyncEvent> events_;
+    std::deque<uint32_t> ready_;  // QPs with frames to send, round robin
+    uint64_t now_ = 0;
+    uint64_t busy_until_ = 0;     // processing time charged (cache misses) delays transmission
+    DeviceCounters counters_;
+};
+
+}  // namespace rnic::transport

@@ -1,0 +1,140 @@
+// UC, UD and SRQ semantics between two engines.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "engine_fixture.hpp"
+
+using namespace rnic::test;
+namespace sim = rnic::sim;
+
+TEST_CASE("UC SEND and WRITE at every MTU, no ACKs on the wire", "[engine][uc]") {
+    for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096}) {
+        for (uint32_t size : {0u, 1u, 4096u, 10000u, 1u << 20}) {
+            INFO("mtu " << mtu_bytes(mtu) << " size " << size);
+            TwoNodes t(10);
+            t.setup((1u << 20) + 4096);
+            QpOptions o;
+            o.type = QpType::Uc;
+            o.mtu = mtu;
+            t.connect(o);
+            fill_pattern(t.a.buf, size + 3);
+            REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{5, {{t.b.addr(), static_cast<uint32_t>(t.b.buf.size()), t.b.mr.lkey}}}) == 0);
+            REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 1, {{t.a.addr(), size, t.a.mr.lkey}})) == 0);
+            auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+            REQUIRE(rc.size() == 1);
+            CHECK(rc[0].status == WcStatus::Success);
+            CHECK(rc[0].byte_len == size);
+            REQUIRE(std::memcmp(t.a.buf.data(), t.b.buf.data(), size) == 0);
+            auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+            REQUIRE(sc.size() == 1);
+            CHECK(sc[0].status == WcStatus::Success);
+
+            std::fill(t.b.buf.begin(), t.b.buf.end(), 0);
+            SendWr w = make_wr(WrOpcode::RdmaWrite, 2, {{t.a.addr(), size, t.a.mr.lkey}});
+            w.remote_addr = t.b.addr();
+            w.rkey = t.b.mr.rkey;
+            REQUIRE(t.a.e().post_send(t.a.qpn, w) == 0);
+            sc = t.wait_cq(t.a, t.a.send_cq, 1);
+            REQUIRE(sc.size() == 1);
+            t.run_until([] { return false; }, 1'000'000);
+            REQUIRE(std::memcmp(t.a.buf.data(), t.b.buf.data(), size) == 0);
+            CHECK(t.b.e().qp_counters(t.b.qpn)->acks_sent == 0);
+        }
+    }
+}
+
+TEST_CASE("UC: a lost packet loses its message; the next message arrives intact", "[engine][uc]") {
+    sim::LinkConfig link;
+    int dropped = 0;
+    link.drop_filter = [&](std::span<const uint8_t> f) {
+        // Drop the second packet of the first message a sends (the UC_SEND_MIDDLE).
+        return f.size() > 60 && f[6 + 5] == 1 && f[42] == 0x21 && dropped++ == 0;
+    };
+    TwoNodes t(11, link);
+    t.setup(65536);
+    QpOptions o;
+    o.type = QpType::Uc;
+    o.mtu = Mtu::Mtu1024;
+    t.connect(o);
+    fill_pattern(t.a.buf, 77);
+    for (uint64_t i = 0; i < 2; ++i)
+        REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{i, {{t.b.addr(i * 8192), 8192, t.b.mr.lkey}}}) == 0);
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 1, {{t.a.addr(), 3000, t.a.mr.lkey}})) == 0);
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 2, {{t.a.addr(4096), 2000, t.a.mr.lkey}})) == 0);
+    auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+    REQUIRE(dropped == 1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].wr_id == 0);  // the first receive WQE is reused by the second message
+    CHECK(rc[0].byte_len == 2000);
+    REQUIRE(std::memcmp(t.a.buf.data() + 4096, t.b.buf.data(), 2000) == 0);
+    CHECK(t.b.e().qp_counters(t.b.qpn)->uc_dropped_messages >= 1);
+}
+
+TEST_CASE("UD SEND: Q_Key, GRH in the receive buffer, source QP", "[engine][ud]") {
+    TwoNodes t(12);
+    t.setup(8192);
+    QpOptions o;
+    o.type = QpType::Ud;
+    o.mtu = Mtu::Mtu1024;
+    t.connect(o);
+    fill_pattern(t.a.buf, 5);
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{1, {{t.b.addr(), 40 + 1024, t.b.mr.lkey}}}) == 0);
+    SendWr s = make_wr(WrOpcode::SendWithImm, 9, {{t.a.addr(), 1024, t.a.mr.lkey}});
+    s.ah = t.ah_a_to_b;
+    s.remote_qpn = t.b.qpn;
+    s.remote_qkey = o.qkey;
+    s.imm_data = 42;
+    REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+    auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].status == WcStatus::Success);
+    CHECK(rc[0].byte_len == 40 + 1024);
+    CHECK(rc[0].src_qp == t.a.qpn);
+    CHECK((rc[0].wc_flags & WcFlag::Grh) != 0);
+    CHECK(rc[0].imm_data == 42);
+    // IPv4 RoCEv2 GRH: 20 zero bytes, then the IPv4 header (version 4, source 10.0.0.1).
+    CHECK(t.b.buf[20] == 0x45);
+    CHECK(t.b.buf[20 + 12] == 10);
+    CHECK(t.b.buf[20 + 15] == 1);
+    REQUIRE(std::memcmp(t.a.buf.data(), t.b.buf.data() + 40, 1024) == 0);
+
+    // A wrong Q_Key is dropped silently and counted; larger than the MTU is refused at post.
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{2, {{t.b.addr(), 40 + 1024, t.b.mr.lkey}}}) == 0);
+    s.remote_qkey = 0x1234;
+    REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+    t.run_until([] { return false; }, 1'000'000);
+    CHECK(t.b.e().qp_counters(t.b.qpn)->ud_qkey_violations == 1);
+    WorkCompletion wc[1];
+    CHECK(t.b.e().poll_cq(t.b.recv_cq, wc) == 0);
+    SendWr big = s;
+    big.sg_list[0].length = 1025;
+    CHECK(t.a.e().post_send(t.a.qpn, big) == EINVAL);
+}
+
+TEST_CASE("SRQ: receives shared by two QPs, limit event", "[engine][srq]") {
+    TwoNodes t(13);
+    t.setup(65536);
+    const uint32_t srq = *t.b.e().create_srq(t.b.pd, SrqAttributes{64, 1, 0});
+    QpOptions o;
+    o.srq_b = srq;
+    t.connect(o);
+    for (uint64_t i = 0; i < 8; ++i)
+        REQUIRE(t.b.e().post_srq_recv(srq, RecvWr{100 + i, {{t.b.addr(i * 1024), 1024, t.b.mr.lkey}}}) == 0);
+    REQUIRE(t.b.e().modify_srq(srq, 4) == 0);
+    CHECK(t.b.e().post_recv(t.b.qpn, RecvWr{1, {}}) == EINVAL);  // a QP with an SRQ has no RQ
+    fill_pattern(t.a.buf, 9);
+    for (uint64_t i = 0; i < 6; ++i)
+        REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, i, {{t.a.addr(i * 100), 100, t.a.mr.lkey}})) == 0);
+    auto rc = t.wait_cq(t.b, t.b.recv_cq, 6);
+    REQUIRE(rc.size() == 6);
+    for (size_t i = 0; i < 6; ++i) {
+        CHECK(rc[i].wr_id == 100 + i);
+        REQUIRE(std::memcmp(t.a.buf.data() + i * 100, t.b.buf.data() + i * 1024, 100) == 0);
+    }
+    AsyncEvent ev;
+    REQUIRE(t.b.e().poll_async_event(ev));
+    CHECK(ev.type == EventType::SrqLimitReached);
+    CHECK(ev.object == srq);
+    CHECK_FALSE(t.b.e().poll_async_event(ev));  // fires once until re-armed
+}
