@@ -311,7 +311,7 @@ FaultyRun faulty_run(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("the same seed replays the same run; another seed does not") {
+TEST_CASE("the same seed replays the same run and another seed does not") {
     const uint64_t seed = seed_from_env(505);
     INFO(seed_info(seed));
     const FaultyRun first = faulty_run(seed);

@@ -132,7 +132,7 @@ TEST_CASE("a frame landing exactly at a timer's deadline is delivered before the
     CHECK(b.log == std::vector<std::string>{"rx@10000", "timer@10000"});
 }
 
-TEST_CASE("a timer set in the past fires now; time never runs backwards") {
+TEST_CASE("a timer set in the past fires now and time never runs backwards") {
     Simulator sim(1);
     TimerNode t({3 * kMicrosecond});
     sim.add_node(t, toy_mac(1));

@@ -43,6 +43,7 @@ struct ResponseJob {
     uint32_t length = 0;    // bytes still to send
     uint32_t total_length = 0;
     bool first_sent = false;
+    bool replay = false;    // answers a duplicate request: not a new responder resource
     // atomic
     uint64_t original = 0;
 };

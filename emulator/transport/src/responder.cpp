@@ -116,6 +116,7 @@ void Responder::on_duplicate(QueuePair& qp, const RoceFrame& f) {
                 if (psn != r.first_psn) return;
                 ResponseJob job;
                 job.kind = ResponseJob::Kind::AtomicAck;
+                job.replay = true;
                 job.psn = psn;
                 job.original = r.original;
                 job.msn = qp.msn;
@@ -130,7 +131,13 @@ void Responder::on_duplicate(QueuePair& qp, const RoceFrame& f) {
             if (e_.memory_->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteRead,
                                          true) != mem::AccessError::None)
                 return;
+            // A response to the same READ still queued is superseded: the requester wants the
+            // data from this PSN on, once.
+            std::erase_if(qp.responses, [&](const ResponseJob& j) {
+                return j.kind == ResponseJob::Kind::ReadResponse && psn_in_window(j.psn, r.first_psn, r.npkts);
+            });
             ResponseJob job;
+            job.replay = true;
             job.kind = ResponseJob::Kind::ReadResponse;
             job.psn = psn;
             job.va = reth.va;
@@ -243,9 +250,11 @@ Responder::Outcome Responder::do_read(QueuePair& qp, const RoceFrame& f) {
     if (e_.memory_->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteRead, true) !=
         mem::AccessError::None)
         return Outcome::AccessError;
+    // More READs in flight than the responder resources the requester was granted is an
+    // invalid request (C9-150); replays of duplicates are not new resources.
     size_t pending = 0;
     for (const ResponseJob& j : qp.responses)
-        if (j.kind != ResponseJob::Kind::Ack) ++pending;
+        if (j.kind == ResponseJob::Kind::ReadResponse && !j.replay) ++pending;
     if (pending >= std::max<uint32_t>(1, qp.attr.max_dest_rd_atomic)) return Outcome::InvalidRequest;
 
     const uint32_t npkts = std::max<uint32_t>(1, (reth.dma_length + qp.mtu() - 1) / qp.mtu());
