@@ -42,12 +42,15 @@ TEST_CASE("RC SEND/RECV of every size class at every MTU", "[engine][rc]") {
     }
 }
 
-TEST_CASE("RC RDMA WRITE, WRITE with immediate and READ", "[engine][rc]") {
+TEST_CASE("RC RDMA WRITE, WRITE with immediate and READ at every MTU", "[engine][rc]") {
+    for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096})
     for (uint32_t size : {0u, 1u, 1000u, 1024u, 5000u, 65536u, 1u << 20}) {
-        INFO("size " << size);
+        INFO("mtu " << mtu_bytes(mtu) << " size " << size);
         TwoNodes t(2);
         t.setup(kBuf);
-        t.connect();
+        QpOptions o;
+        o.mtu = mtu;
+        t.connect(o);
         fill_pattern(t.a.buf, size + 1);
         // WRITE a -> b
         SendWr w = make_wr(WrOpcode::RdmaWrite, 11, {{t.a.addr(), size, t.a.mr.lkey}});
@@ -166,4 +169,90 @@ TEST_CASE("RC SEND with immediate and with invalidate", "[engine][rc]") {
     auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
     REQUIRE(sc.size() == 1);
     CHECK(sc[0].status == WcStatus::RemAccessErr);
+}
+
+TEST_CASE("scatter/gather lists, inline data and unsignaled completions", "[engine][rc]") {
+    TwoNodes t(5);
+    t.setup(65536);
+    t.connect();
+    fill_pattern(t.a.buf, 21);
+    // Gather from three pieces into one SEND, scatter into three receive pieces of other sizes.
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{1, {{t.b.addr(0), 1000, t.b.mr.lkey},
+                                                   {t.b.addr(5000), 3000, t.b.mr.lkey},
+                                                   {t.b.addr(20000), 8000, t.b.mr.lkey}}}) == 0);
+    SendWr s = make_wr(WrOpcode::Send, 1, {{t.a.addr(100), 2500, t.a.mr.lkey},
+                                           {t.a.addr(9000), 1, t.a.mr.lkey},
+                                           {t.a.addr(30000), 4000, t.a.mr.lkey}},
+                       0 /* unsignaled */);
+    REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+    // Inline: the bytes are copied at post time; changing the buffer afterwards must not matter.
+    SendWr inl = make_wr(WrOpcode::RdmaWrite, 2, {}, SendFlag::Signaled | SendFlag::Inline);
+    inl.inline_data.assign(t.a.buf.begin(), t.a.buf.begin() + 100);
+    inl.remote_addr = t.b.addr(40000);
+    inl.rkey = t.b.mr.rkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, inl) == 0);
+    const std::vector<uint8_t> inline_copy(t.a.buf.begin(), t.a.buf.begin() + 100);
+    std::fill(t.a.buf.begin(), t.a.buf.begin() + 100, 0);
+    auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);  // only the signaled WRITE completes
+    CHECK(sc[0].wr_id == 2);
+    auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].byte_len == 6501);
+    std::vector<uint8_t> sent, got;
+    sent.insert(sent.end(), t.a.buf.begin() + 100, t.a.buf.begin() + 2600);
+    sent.push_back(t.a.buf[9000]);
+    sent.insert(sent.end(), t.a.buf.begin() + 30000, t.a.buf.begin() + 34000);
+    got.insert(got.end(), t.b.buf.begin(), t.b.buf.begin() + 1000);
+    got.insert(got.end(), t.b.buf.begin() + 5000, t.b.buf.begin() + 8000);
+    got.insert(got.end(), t.b.buf.begin() + 20000, t.b.buf.begin() + 22501);
+    CHECK(got == sent);
+    CHECK(std::equal(inline_copy.begin(), inline_copy.end(), t.b.buf.begin() + 40000));
+    // A receive too small for the message: local length error at the responder, the sender
+    // sees the invalid request NAK (IBA class B error).
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{3, {{t.b.addr(0), 10, t.b.mr.lkey}}}) == 0);
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 4, {{t.a.addr(0), 100, t.a.mr.lkey}})) == 0);
+    rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].status == WcStatus::LocLenErr);
+    sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].status == WcStatus::RemInvReqErr);
+}
+
+TEST_CASE("LOCAL_INV and local protection errors", "[engine][rc]") {
+    TwoNodes t(6);
+    t.setup(8192);
+    t.connect();
+    std::vector<uint8_t> extra(4096);
+    auto mr = t.a.e().reg_mr(t.a.pd, extra.data(), extra.size(), reinterpret_cast<uint64_t>(extra.data()), 0xF);
+    REQUIRE(mr);
+    SendWr inv = make_wr(WrOpcode::LocalInv, 1, {});
+    inv.invalidate_rkey = mr->lkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, inv) == 0);
+    auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].status == WcStatus::Success);
+    CHECK(sc[0].opcode == WcOpcode::LocalInv);
+    // The invalidated lkey no longer works locally: local protection error, QP to error.
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 2, {{reinterpret_cast<uint64_t>(extra.data()), 8, mr->lkey}})) == 0);
+    sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].status == WcStatus::LocProtErr);
+    QpAttributes attr;
+    REQUIRE(t.a.e().query_qp(t.a.qpn, attr) == 0);
+    CHECK(attr.qp_state == QpState::Err);
+}
+
+TEST_CASE("device and port attributes", "[engine]") {
+    TwoNodes t(7);
+    const DeviceAttributes d = t.a.e().query_device();
+    CHECK(d.atomic_cap == AtomicCap::Hca);
+    CHECK(d.limits.max_qp_rd_atom > 0);
+    CHECK(d.limits.max_sge > 1);
+    const PortAttributes p = t.a.e().query_port();
+    CHECK(p.active);
+    CHECK(p.active_mtu == Mtu::Mtu4096);
+    CHECK(p.gid_tbl_len == 1);
+    CHECK(t.a.e().gids()[0].to_string() == "::ffff:10.0.0.1");
 }

@@ -138,3 +138,77 @@ TEST_CASE("SRQ: receives shared by two QPs, limit event", "[engine][srq]") {
     CHECK(ev.object == srq);
     CHECK_FALSE(t.b.e().poll_async_event(ev));  // fires once until re-armed
 }
+
+TEST_CASE("UD at every MTU: sizes up to the MTU; a send-side error moves UD to SQE, receiving goes on", "[engine][ud]") {
+    for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096}) {
+        const uint32_t m = mtu_bytes(mtu);
+        TwoNodes t(14);
+        t.setup(3 * 8192);
+        QpOptions o;
+        o.type = QpType::Ud;
+        o.mtu = mtu;
+        t.connect(o);
+        fill_pattern(t.a.buf, m);
+        for (uint32_t size : {0u, 1u, m}) {
+            INFO("mtu " << m << " size " << size);
+            REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{size, {{t.b.addr(), 40 + 4096, t.b.mr.lkey}}}) == 0);
+            SendWr s = make_wr(WrOpcode::Send, size, {{t.a.addr(), size, t.a.mr.lkey}});
+            s.ah = t.ah_a_to_b;
+            s.remote_qpn = t.b.qpn;
+            s.remote_qkey = o.qkey;
+            REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+            auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+            REQUIRE(rc.size() == 1);
+            CHECK(rc[0].byte_len == 40 + size);
+            REQUIRE(std::memcmp(t.a.buf.data(), t.b.buf.data() + 40, size) == 0);
+            REQUIRE(t.wait_cq(t.a, t.a.send_cq, 1).size() == 1);
+        }
+    }
+    TwoNodes t(15);
+    t.setup(8192);
+    QpOptions o;
+    o.type = QpType::Ud;
+    t.connect(o);
+    SendWr bad = make_wr(WrOpcode::Send, 1, {{t.a.addr(), 8, t.a.mr.lkey + 1}});
+    bad.ah = t.ah_a_to_b;
+    bad.remote_qpn = t.b.qpn;
+    bad.remote_qkey = o.qkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, bad) == 0);
+    auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].status == WcStatus::LocProtErr);
+    QpAttributes attr;
+    REQUIRE(t.a.e().query_qp(t.a.qpn, attr) == 0);
+    CHECK(attr.qp_state == QpState::Sqe);
+    // Still receives.
+    REQUIRE(t.a.e().post_recv(t.a.qpn, RecvWr{9, {{t.a.addr(), 40 + 64, t.a.mr.lkey}}}) == 0);
+    SendWr back = make_wr(WrOpcode::Send, 2, {{t.b.addr(), 64, t.b.mr.lkey}});
+    back.ah = t.ah_b_to_a;
+    back.remote_qpn = t.a.qpn;
+    back.remote_qkey = o.qkey;
+    REQUIRE(t.b.e().post_send(t.b.qpn, back) == 0);
+    auto rc = t.wait_cq(t.a, t.a.recv_cq, 1);
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].status == WcStatus::Success);
+}
+
+TEST_CASE("SRQ with multi-packet SENDs up to 1 MiB", "[engine][srq]") {
+    TwoNodes t(16);
+    t.setup(3u << 20);
+    const uint32_t srq = *t.b.e().create_srq(t.b.pd, SrqAttributes{16, 1, 0});
+    QpOptions o;
+    o.srq_b = srq;
+    o.mtu = Mtu::Mtu4096;
+    t.connect(o);
+    fill_pattern(t.a.buf, 33);
+    const uint32_t sizes[] = {0, 4096, 4097, 1u << 20};
+    for (uint64_t i = 0; i < 4; ++i)
+        REQUIRE(t.b.e().post_srq_recv(srq, RecvWr{i, {{t.b.addr(), 1u << 20, t.b.mr.lkey}}}) == 0);
+    for (uint64_t i = 0; i < 4; ++i) {
+        REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, i, {{t.a.addr(i * 1000), sizes[i], t.a.mr.lkey}})) == 0);
+        auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+        REQUIRE(rc.size() == 1);
+        CHECK(rc[0].byte_len == sizes[i]);
+        REQUIRE(std::memcmp(t.a.buf.data() + i * 1000, t.b.buf.data(), sizes[i]) == 0);
+    }
+}

@@ -256,7 +256,7 @@ void Completer::fail_at(QueuePair& qp, uint32_t psn, WcStatus status) {
 
 void Completer::fail(QueuePair& qp) {
     retire(qp);  // successes before the failed WQE complete normally
-    e_.move_to_error(qp);
+    e_.move_to_send_queue_error(qp);
 }
 
 void Completer::retire(QueuePair& qp) {

@@ -48,6 +48,21 @@ Engine::Engine(EngineConfig config)
 
 Engine::~Engine() = default;
 
+DeviceAttributes Engine::query_device() const {
+    DeviceAttributes d;
+    d.limits = config_.limits;
+    return d;
+}
+
+PortAttributes Engine::query_port() const {
+    PortAttributes p;
+    p.max_mtu = config_.limits.max_mtu;
+    p.active_mtu = config_.limits.active_mtu;
+    p.gid_tbl_len = static_cast<uint32_t>(config_.gids.size());
+    p.max_msg_sz = config_.limits.max_msg_size;
+    return p;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Protection domains, memory regions, CQs, SRQs, AHs
 
@@ -302,8 +317,10 @@ int Engine::post_send(uint32_t qpn, const SendWr& wr) {
     if (qp->is_ud() && length > qp->mtu()) return EINVAL;
     wqe.length = static_cast<uint32_t>(length);
     qp->sq.push_back(std::move(wqe));
-    if (qp->state == QpState::Err) {
-        flush_queues(*qp);  // rdma-core providers flush WRs posted in the error state
+    if (qp->state == QpState::Err || qp->state == QpState::Sqe) {
+        // rdma-core providers complete WRs posted in an error state with a flush error.
+        if (qp->state == QpState::Err) flush_queues(*qp);
+        else move_to_send_queue_error(*qp);
         return 0;
     }
     mark_ready(*qp);
@@ -396,6 +413,29 @@ void Engine::complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc) {
 void Engine::raise_event(EventType type, uint32_t object) {
     ++counters_.async_events;
     events_.push_back({type, object});
+}
+
+void Engine::move_to_send_queue_error(QueuePair& qp) {
+    // UC and UD QPs keep receiving after a send-side error (IBA 10.3.1, SQE state): only the
+    // send queue is flushed.
+    if (qp.is_rc()) {
+        move_to_error(qp);
+        return;
+    }
+    qp.state = QpState::Sqe;
+    qp.attr.qp_state = QpState::Sqe;
+    while (!qp.sq.empty()) {
+        const SendWqe& w = qp.sq.front();
+        WorkCompletion wc;
+        wc.wr_id = w.wr.wr_id;
+        wc.status = w.done && w.status != WcStatus::Success ? w.status : WcStatus::WrFlushErr;
+        wc.opcode = wc_opcode_for(w.wr.opcode).value_or(WcOpcode::Send);
+        wc.qp_num = qp.qpn;
+        complete(qp, qp.init.send_cq, wc);
+        qp.sq.pop_front();
+    }
+    qp.cursor = 0;
+    qp.cursor_pkt = 0;
 }
 
 void Engine::move_to_error(QueuePair& qp) {

@@ -109,7 +109,7 @@ struct QueuePair {
     uint32_t mtu() const noexcept { return mtu_bytes(attr.path_mtu); }
     bool can_send() const noexcept { return state == QpState::Rts || state == QpState::Sqd; }
     bool can_receive() const noexcept {
-        return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd;
+        return state == QpState::Rtr || state == QpState::Rts || state == QpState::Sqd || state == QpState::Sqe;
     }
 };
 

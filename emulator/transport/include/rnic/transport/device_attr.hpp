@@ -30,6 +30,28 @@ struct DeviceLimits {
     Mtu active_mtu = Mtu::Mtu4096;  // what the port's Ethernet MTU allows
 };
 
+enum class AtomicCap : uint8_t { None = 0, Hca = 1, Glob = 2 };  // enum ibv_atomic_cap
+
+// ibv_query_device as the engine answers it.
+struct DeviceAttributes {
+    DeviceLimits limits;
+    AtomicCap atomic_cap = AtomicCap::Hca;  // atomic among this device's QPs (std::atomic_ref)
+    uint32_t vendor_id = 0;
+    uint32_t vendor_part_id = 0;
+    uint64_t page_size_cap = 4096;
+    uint8_t phys_port_cnt = 1;
+};
+
+// ibv_query_port: RoCE ports are always Ethernet, with the GID table as their address.
+struct PortAttributes {
+    bool active = true;
+    Mtu max_mtu = Mtu::Mtu4096;
+    Mtu active_mtu = Mtu::Mtu4096;
+    uint32_t gid_tbl_len = 0;
+    uint16_t pkey_tbl_len = 1;
+    uint32_t max_msg_sz = 0;
+};
+
 // The RNIC's on-chip caches (sizes in entries; 0 = off) and what a miss costs.
 struct CacheSetup {
     mem::CacheConfig qpc{};

@@ -68,6 +68,9 @@ public:
     Engine& operator=(const Engine&) = delete;
 
     // ---- control path (slow path; errno values as rdma-core returns them) ----
+    DeviceAttributes query_device() const;
+    PortAttributes query_port() const;
+    const std::vector<wire::Gid>& gids() const noexcept { return config_.gids; }
     Result<uint32_t> alloc_pd();
     int dealloc_pd(uint32_t pd);
     Result<MrInfo> reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access);
@@ -115,6 +118,7 @@ private:
     void complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc);
     void raise_event(EventType type, uint32_t object);
     void move_to_error(QueuePair& qp);
+    void move_to_send_queue_error(QueuePair& qp);
     void flush_queues(QueuePair& qp);
     void charge(uint64_t ns);
     bool take_recv_wqe(QueuePair& qp, RecvWr& out, bool& from_srq);
