@@ -5,6 +5,7 @@
 
 #include "frame_builder.hpp"
 #include "requester.hpp"
+#include "sge_copy.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/wire/aeth.hpp"
 #include "rnic/wire/psn.hpp"
@@ -211,22 +212,7 @@ void Completer::on_atomic_ack(QueuePair& qp, const RoceFrame& f) {
 }
 
 bool Completer::place(QueuePair& qp, const SendWqe& w, uint32_t offset, std::span<const uint8_t> data) {
-    uint64_t skip = offset;
-    size_t done = 0;
-    for (const Sge& s : w.wr.sg_list) {
-        if (done == data.size()) break;
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const size_t n = std::min<uint64_t>(s.length - skip, data.size() - done);
-        if (e_.memory_->copy_in(s.lkey, qp.init.pd, s.addr + skip, data.subspan(done, n), false) !=
-            mem::AccessError::None)
-            return false;
-        done += n;
-        skip = 0;
-    }
-    return done == data.size();
+    return scatter_to_sges(*e_.memory_, qp.init.pd, w.wr.sg_list, offset, data);
 }
 
 void Completer::retry(QueuePair& qp, uint32_t psn, WcStatus exhausted) {

@@ -171,6 +171,8 @@ Result<QpInfo> Engine::create_qp(const QpInitAttr& a) {
     qp->init.cap.max_send_sge = std::max<uint32_t>(a.cap.max_send_sge, 1);
     qp->init.cap.max_recv_sge = std::max<uint32_t>(a.cap.max_recv_sge, 1);
     qp->attr.cap = qp->init.cap;
+    // UD has no path MTU attribute: its messages may be as large as the port's MTU.
+    if (a.qp_type == QpType::Ud) qp->attr.path_mtu = config_.limits.active_mtu;
     qp->state = QpState::Reset;
     const QpInfo info{qp->qpn, qp->init.cap};
     qps_.emplace(qp->qpn, std::move(qp));
@@ -424,29 +426,11 @@ void Engine::move_to_send_queue_error(QueuePair& qp) {
     }
     qp.state = QpState::Sqe;
     qp.attr.qp_state = QpState::Sqe;
-    while (!qp.sq.empty()) {
-        const SendWqe& w = qp.sq.front();
-        WorkCompletion wc;
-        wc.wr_id = w.wr.wr_id;
-        wc.status = w.done && w.status != WcStatus::Success ? w.status : WcStatus::WrFlushErr;
-        wc.opcode = wc_opcode_for(w.wr.opcode).value_or(WcOpcode::Send);
-        wc.qp_num = qp.qpn;
-        complete(qp, qp.init.send_cq, wc);
-        qp.sq.pop_front();
-    }
-    qp.cursor = 0;
-    qp.cursor_pkt = 0;
+    flush_send_queue(qp);
 }
 
-void Engine::move_to_error(QueuePair& qp) {
-    if (qp.state == QpState::Err) return;
-    qp.state = QpState::Err;
-    qp.attr.qp_state = QpState::Err;
-    flush_queues(qp);
-}
-
-// Every outstanding WR completes with IBV_WC_WR_FLUSH_ERR, in order (IBA 10.3.1 error state).
-void Engine::flush_queues(QueuePair& qp) {
+// Outstanding send WRs complete in order: a failed one with its error, the rest flushed.
+void Engine::flush_send_queue(QueuePair& qp) {
     while (!qp.sq.empty()) {
         const SendWqe& w = qp.sq.front();
         WorkCompletion wc;
@@ -462,6 +446,18 @@ void Engine::flush_queues(QueuePair& qp) {
     qp.outstanding_rd_atomic = 0;
     qp.retransmit_deadline.reset();
     qp.rnr_deadline.reset();
+}
+
+void Engine::move_to_error(QueuePair& qp) {
+    if (qp.state == QpState::Err) return;
+    qp.state = QpState::Err;
+    qp.attr.qp_state = QpState::Err;
+    flush_queues(qp);
+}
+
+// Every outstanding WR completes with IBV_WC_WR_FLUSH_ERR, in order (IBA 10.3.1 error state).
+void Engine::flush_queues(QueuePair& qp) {
+    flush_send_queue(qp);
     if (qp.recv_in_progress && !qp.recv_from_srq) qp.rq.push_front(*qp.recv_in_progress);
     qp.recv_in_progress.reset();
     while (!qp.rq.empty()) {

@@ -5,6 +5,7 @@
 
 #include "completer.hpp"
 #include "frame_builder.hpp"
+#include "sge_copy.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/wire/opcode.hpp"
 #include "rnic/wire/psn.hpp"
@@ -86,22 +87,7 @@ bool Requester::gather(QueuePair& qp, const SendWqe& w, uint32_t offset, uint32_
         std::memcpy(payload_.data(), w.wr.inline_data.data() + offset, length);
         return true;
     }
-    uint32_t done = 0;
-    uint64_t skip = offset;
-    for (const Sge& s : w.wr.sg_list) {
-        if (done == length) break;
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(s.length - skip, length - done));
-        if (e_.memory_->copy_out(s.lkey, qp.init.pd, s.addr + skip, {payload_.data() + done, n}, false) !=
-            mem::AccessError::None)
-            return false;
-        done += n;
-        skip = 0;
-    }
-    return done == length;
+    return gather_from_sges(*e_.memory_, qp.init.pd, w.wr.sg_list, offset, payload_);
 }
 
 uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "frame_builder.hpp"
+#include "sge_copy.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/wire/aeth.hpp"
 #include "rnic/wire/psn.hpp"
@@ -383,22 +384,7 @@ uint64_t Responder::capacity(const RecvWr& wqe) {
 }
 
 bool Responder::scatter(QueuePair& qp, const RecvWr& wqe, uint32_t offset, std::span<const uint8_t> data) {
-    uint64_t skip = offset;
-    size_t done = 0;
-    for (const Sge& s : wqe.sg_list) {
-        if (done == data.size()) break;
-        if (skip >= s.length) {
-            skip -= s.length;
-            continue;
-        }
-        const size_t n = std::min<uint64_t>(s.length - skip, data.size() - done);
-        if (e_.memory_->copy_in(s.lkey, qp.init.pd, s.addr + skip, data.subspan(done, n), false) !=
-            mem::AccessError::None)
-            return false;
-        done += n;
-        skip = 0;
-    }
-    return done == data.size();
+    return scatter_to_sges(*e_.memory_, qp.init.pd, wqe.sg_list, offset, data);
 }
 
 void Responder::complete_recv(QueuePair& qp, const RecvWr& wqe, WcOpcode opcode, uint32_t byte_len,

@@ -120,6 +120,7 @@ private:
     void move_to_error(QueuePair& qp);
     void move_to_send_queue_error(QueuePair& qp);
     void flush_queues(QueuePair& qp);
+    void flush_send_queue(QueuePair& qp);
     void charge(uint64_t ns);
     bool take_recv_wqe(QueuePair& qp, RecvWr& out, bool& from_srq);
     void after_srq_consume(uint32_t srq);
