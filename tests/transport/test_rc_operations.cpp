@@ -256,3 +256,26 @@ TEST_CASE("device and port attributes", "[engine]") {
     CHECK(p.gid_tbl_len == 1);
     CHECK(t.a.e().gids()[0].to_string() == "::ffff:10.0.0.1");
 }
+
+TEST_CASE("SQD: new work waits, the drain is announced, RTS resumes", "[engine][rc]") {
+    TwoNodes t(8);
+    t.setup(8192);
+    t.connect();
+    QpAttributes attr;
+    attr.qp_state = QpState::Sqd;
+    attr.en_sqd_async_notify = 1;
+    REQUIRE(t.a.e().modify_qp(t.a.qpn, attr, QpAttr::State | QpAttr::EnSqdAsyncNotify) == 0);
+    AsyncEvent ev;
+    REQUIRE(t.a.e().poll_async_event(ev));
+    CHECK(ev.type == EventType::SqDrained);
+    SendWr w = make_wr(WrOpcode::RdmaWrite, 1, {{t.a.addr(), 64, t.a.mr.lkey}});
+    w.remote_addr = t.b.addr();
+    w.rkey = t.b.mr.rkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, w) == 0);
+    CHECK(t.wait_cq(t.a, t.a.send_cq, 1, 1'000'000).empty());  // not started while drained
+    attr.qp_state = QpState::Rts;
+    REQUIRE(t.a.e().modify_qp(t.a.qpn, attr, QpAttr::State) == 0);
+    auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+    REQUIRE(sc.size() == 1);
+    CHECK(sc[0].status == WcStatus::Success);
+}

@@ -9,7 +9,7 @@ using namespace rnic::test;
 namespace sim = rnic::sim;
 
 TEST_CASE("UC SEND and WRITE at every MTU, no ACKs on the wire", "[engine][uc]") {
-    for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu1024, Mtu::Mtu4096}) {
+    for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096}) {
         for (uint32_t size : {0u, 1u, 4096u, 10000u, 1u << 20}) {
             INFO("mtu " << mtu_bytes(mtu) << " size " << size);
             TwoNodes t(10);

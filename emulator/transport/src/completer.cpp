@@ -265,6 +265,11 @@ void Completer::retire(QueuePair& qp) {
         if (qp.cursor > 0) --qp.cursor;
         else qp.cursor_pkt = 0;
     }
+    // SQD: once nothing started is outstanding, the drain is over (IBA 10.3.1 SQ Drain).
+    if (qp.state == QpState::Sqd && qp.attr.en_sqd_async_notify && qp.una_psn == qp.next_psn && !qp.sqd_notified) {
+        qp.sqd_notified = true;
+        e_.raise_event(EventType::SqDrained, qp.qpn);
+    }
 }
 
 }  // namespace rnic::transport

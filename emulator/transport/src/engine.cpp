@@ -246,6 +246,8 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) {
         }
         qp->state = to;
         q.qp_state = to;
+        qp->sqd_notified = false;
+        if (to == QpState::Sqd) completer_->retire(*qp);  // may already be drained
         if (to == QpState::Err) flush_queues(*qp);
         if (to == QpState::Rts || to == QpState::Rtr) mark_ready(*qp);
     }

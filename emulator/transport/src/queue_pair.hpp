@@ -82,6 +82,7 @@ struct QueuePair {
     std::optional<uint64_t> retransmit_deadline;
     std::optional<uint64_t> rnr_deadline;  // waiting out an RNR NAK
     bool read_gap_reported = false;        // one retransmission per lost READ response
+    bool sqd_notified = false;
 
     // ---- responder ----
     std::deque<RecvWr> rq;
