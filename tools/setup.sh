@@ -9,6 +9,8 @@ packages=(
   catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev
   clang libclang-rt-14-dev
   tshark python3 python3-scapy
+  libdpdk-dev librte-net-af-packet23 libspdlog-dev
+  iproute2 nftables iputils-ping
 )
 
 missing=()

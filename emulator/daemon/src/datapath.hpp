@@ -1,0 +1,82 @@
+// One turn of rnicd's poll loop over any PortIo: receive a burst, classify, hand each frame to
+// ARP, ICMP or the engine (or count and drop it), run timers, let the engine fill the TX burst,
+// send. No DPDK here, so the whole turn is tested over FakePort.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rate_limit.hpp"
+#include "rnic/port/arp.hpp"
+#include "rnic/port/capture.hpp"
+#include "rnic/port/classify.hpp"
+#include "rnic/port/icmp_echo.hpp"
+#include "rnic/port/port_io.hpp"
+#include "rnic/transport/engine.hpp"
+
+namespace rnic::daemon {
+
+struct DatapathCounters {
+    std::array<uint64_t, port::kFrameClassCount> rx_by_class{};
+    uint64_t roce_rx = 0;
+    uint64_t roce_tx = 0;
+    uint64_t captured = 0;
+    uint64_t polls = 0;
+};
+
+class Datapath {
+public:
+    static constexpr size_t kBurst = 32;
+
+    // `capture` may be null (capture off). `realtime_offset_ns` turns the loop's monotonic
+    // clock into the wall-clock time pcap timestamps want.
+    Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
+             int64_t realtime_offset_ns = 0);
+
+    void start(uint64_t now_ns);  // gratuitous ARP
+    size_t poll(uint64_t now_ns);  // frames received + frames the engine sent
+    std::optional<uint64_t> next_deadline() const;
+
+    const DatapathCounters& counters() const noexcept { return counters_; }
+    const port::ArpAgent& arp() const noexcept { return arp_; }
+    port::ArpAgent& arp() noexcept { return arp_; }
+    const port::IcmpCounters& icmp() const noexcept { return icmp_; }
+    // "name=value ..." of every counter that is not zero, for the log.
+    std::string summary() const;
+
+private:
+    // Puts each frame the engine builds into the capture as well; used only when capture is on,
+    // so with capture off the engine writes straight into the port.
+    class CaptureTap final : public transport::FrameSink {
+    public:
+        CaptureTap(Datapath& dp) : dp_(dp) {}
+        std::span<uint8_t> allocate(size_t length) override { return dp_.io_.tx().allocate(length); }
+        void commit(size_t length) override;
+
+    private:
+        Datapath& dp_;
+    };
+
+    void capture(std::span<const uint8_t> frame);
+    void warn_malformed(port::FrameClass c, size_t length);
+
+    port::PortIo& io_;
+    transport::Engine& engine_;
+    port::HostAddress self_;
+    port::Capture* capture_;
+    int64_t realtime_offset_ns_;
+    port::ArpAgent arp_;
+    port::IcmpCounters icmp_;
+    CaptureTap tap_{*this};
+    DatapathCounters counters_;
+    uint64_t now_ = 0;
+    RateLimit malformed_log_;
+    RateLimit icmp_log_;
+    RateLimit capture_log_;
+    std::array<port::RxFrame, kBurst> rx_{};
+};
+
+}  // namespace rnic::daemon

@@ -1,0 +1,122 @@
+// rnicd: the software RNIC. Set-up (options, EAL, port, engine, capture) fails with a clear
+// message and exit status 1 (2 for usage); after that the poll loop runs until SIGINT/SIGTERM.
+#include <signal.h>
+#include <time.h>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+
+#include "datapath.hpp"
+#include "idle_policy.hpp"
+#include "options.hpp"
+#include "rnic/port/dpdk_port.hpp"
+#include "rnic/wire/gid.hpp"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+std::atomic<bool> dump_requested{false};
+
+void on_stop(int) { stop_requested.store(true, std::memory_order_relaxed); }
+void on_dump(int) { dump_requested.store(true, std::memory_order_relaxed); }
+
+uint64_t clock_ns(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string mac_text(const rnic::wire::MacAddr& m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return buf;
+}
+
+void install_signals() {
+    struct sigaction sa{};
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    sa.sa_handler = on_dump;
+    sigaction(SIGUSR1, &sa, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace rnic;
+    const auto parsed = daemon::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (!parsed) {
+        std::fprintf(stderr, "rnicd: %s\n%s", parsed.error().c_str(), daemon::usage());
+        return 2;
+    }
+    const daemon::Options& opt = *parsed;
+    if (opt.help) {
+        std::fputs(daemon::usage(), stdout);
+        return 0;
+    }
+    auto logger = spdlog::stderr_color_mt("rnicd", spdlog::color_mode::never);
+    spdlog::set_default_logger(logger);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ %v");
+    spdlog::set_level(spdlog::level::from_str(opt.log_level));
+    // Signals before the EAL so a SIGTERM during a slow start is not lost.
+    install_signals();
+
+    std::unique_ptr<port::DpdkPort> io;
+    std::unique_ptr<port::Capture> capture;
+    try {
+        port::DpdkPortConfig pc;
+        pc.iface = opt.iface;
+        pc.eal_args = opt.eal_args;
+        pc.mac = opt.mac;
+        io = std::make_unique<port::DpdkPort>(pc);
+        if (!opt.pcap.empty()) capture = std::make_unique<port::Capture>(opt.pcap, opt.pcap_max_mb << 20);
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    }
+
+    port::HostAddress self{io->mac(), opt.ip.addr, opt.ip.length};
+    transport::EngineConfig ec;
+    ec.mac = self.mac;
+    ec.gids = {wire::Gid::from_ipv4(self.ipv4)};
+    transport::Engine engine(ec);
+
+    const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC);
+    const int64_t realtime_offset = static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(mono0);
+    daemon::Datapath dp(*io, engine, self, capture.get(), realtime_offset);
+    daemon::IdlePolicy idle({.busy_poll = opt.busy_poll,
+                             .spin_ns = 1'000'000,
+                             .min_sleep_ns = 16'000,
+                             .max_sleep_ns = opt.idle_sleep_max_us * 1000});
+
+    spdlog::info("rnicd up: port {} mac {} ip {}/{} gid0 {} polling {}{}", io->description(), mac_text(self.mac),
+                 wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ec.gids[0].to_string(),
+                 opt.busy_poll ? "busy" : "adaptive", capture ? " capture " + opt.pcap : std::string());
+    dp.start(mono0);
+
+    while (!stop_requested.load(std::memory_order_relaxed)) {
+        const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+        const size_t work = dp.poll(now);
+        if (dump_requested.exchange(false, std::memory_order_relaxed)) spdlog::info("counters: {}", dp.summary());
+        if (const uint64_t sleep_ns = idle.after_poll(work, now, dp.next_deadline())) {
+            const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000ull),
+                              static_cast<long>(sleep_ns % 1'000'000'000ull)};
+            nanosleep(&ts, nullptr);  // EINTR from a signal just ends the nap early
+        }
+    }
+
+    if (capture) capture->flush();
+    spdlog::info("counters: {}", dp.summary());
+    spdlog::info("rnicd stopping{}", capture ? " (capture: " + std::to_string(capture->frames()) + " frames in " +
+                                                   std::to_string(capture->files()) + " file(s))"
+                                             : std::string());
+    capture.reset();
+    io.reset();
+    return 0;
+}

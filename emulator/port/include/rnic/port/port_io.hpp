@@ -1,0 +1,47 @@
+// The one interface between the daemon and a network port. The DPDK implementation lives in
+// rnic_port_dpdk (the only code that includes rte_*.h); FakePort is the in-memory one tests use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "rnic/transport/engine.hpp"
+#include "rnic/wire/headers.hpp"
+
+namespace rnic::port {
+
+struct PortStats {
+    uint64_t rx_frames = 0;
+    uint64_t rx_bytes = 0;
+    uint64_t tx_frames = 0;
+    uint64_t tx_bytes = 0;
+    uint64_t tx_no_buffer = 0;  // allocate() found no buffer (pool empty or frame too big)
+    uint64_t tx_dropped = 0;    // the device did not take the frame after retries
+};
+
+using RxFrame = std::span<const uint8_t>;
+
+class PortIo {
+public:
+    virtual ~PortIo() = default;
+
+    virtual wire::MacAddr mac() const = 0;
+
+    // Up to out.size() received frames. The spans stay valid until release_rx(), which must
+    // be called before the next rx_burst: zero-copy, the buffers belong to the port.
+    virtual size_t rx_burst(std::span<RxFrame> out) = 0;
+    virtual void release_rx() = 0;
+
+    // Outgoing frames are built straight into the port's buffers through this sink (the
+    // engine's own interface, so the engine writes into mbuf space); they are queued and go
+    // out at flush_tx(), or earlier when a burst fills up.
+    virtual transport::FrameSink& tx() = 0;
+    // The frame most recently committed to tx(), for the capture tap; valid until flush_tx().
+    virtual std::span<const uint8_t> last_committed() const = 0;
+    virtual size_t flush_tx() = 0;
+
+    virtual PortStats stats() const = 0;
+};
+
+}  // namespace rnic::port

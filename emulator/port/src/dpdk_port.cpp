@@ -1,0 +1,237 @@
+#include "rnic/port/dpdk_port.hpp"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <stdexcept>
+
+namespace rnic::port {
+
+namespace {
+
+bool has_arg(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
+    return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+        return std::any_of(names.begin(), names.end(), [&](std::string_view n) {
+            return a == n || (a.size() > n.size() && a.compare(0, n.size(), n) == 0 && a[n.size()] == '=');
+        });
+    });
+}
+
+unsigned read_iface_mtu(const std::string& iface) {
+    std::ifstream f("/sys/class/net/" + iface + "/mtu");
+    unsigned mtu = 0;
+    if (!(f >> mtu)) throw std::runtime_error("no network interface '" + iface + "' (/sys/class/net/" + iface + "/mtu)");
+    return mtu;
+}
+
+bool eal_initialized = false;
+
+}  // namespace
+
+std::vector<std::string> eal_arguments(const DpdkPortConfig& c, unsigned iface_mtu) {
+    const auto& extra = c.eal_args;
+    std::vector<std::string> args{"rnicd"};
+    if (!has_arg(extra, {"-l", "--lcores", "-c"})) args.insert(args.end(), {"-l", "0"});
+    if (!has_arg(extra, {"--huge-dir", "--socket-mem"})) args.emplace_back("--no-huge");
+    if (!has_arg(extra, {"-a", "--allow", "-b", "--block"})) args.emplace_back("--no-pci");
+    if (!has_arg(extra, {"--shconf"})) args.emplace_back("--no-shconf");  // two daemons on one host
+    args.emplace_back("--no-telemetry");
+    if (!has_arg(extra, {"-m", "--socket-mem"})) args.insert(args.end(), {"-m", "128"});
+    if (!has_arg(extra, {"--log-level"})) args.emplace_back("--log-level=notice");
+    if (!has_arg(extra, {"--vdev", "-a", "--allow"}) && !c.iface.empty()) {
+        std::string vdev = "net_af_packet0,iface=" + c.iface + ",framecnt=4096";
+        // af_packet frames default to 2048 bytes including its own header: bigger MTUs
+        // (RoCE MTU 4096 needs ~4200) need bigger ring frames or the kernel truncates.
+        const unsigned need = iface_mtu + 14 + 4 + 128;
+        if (need > 2048) {
+            unsigned frame = 4096;
+            while (frame < need) frame *= 2;
+            vdev += ",blocksz=" + std::to_string(frame) + ",framesz=" + std::to_string(frame);
+        }
+        args.insert(args.end(), {"--vdev", vdev});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+}
+
+struct DpdkPort::Impl final : transport::FrameSink {
+    uint16_t port_id = 0;
+    uint16_t burst = 32;
+    rte_mempool* pool = nullptr;
+    wire::MacAddr mac{};
+    std::string description;
+    std::vector<rte_mbuf*> rx;
+    size_t rx_count = 0;
+    std::vector<rte_mbuf*> staged;  // committed, not yet handed to the device
+    rte_mbuf* pending = nullptr;    // allocated, not yet committed
+    PortStats stats;
+    uint64_t rx_multiseg = 0;
+
+    std::span<uint8_t> allocate(size_t length) override {
+        if (staged.size() >= burst) flush();
+        if (!pending) pending = rte_pktmbuf_alloc(pool);
+        if (!pending || length > rte_pktmbuf_tailroom(pending)) {
+            ++stats.tx_no_buffer;
+            return {};
+        }
+        return {rte_pktmbuf_mtod(pending, uint8_t*), length};
+    }
+
+    void commit(size_t length) override {
+        pending->data_len = static_cast<uint16_t>(length);
+        pending->pkt_len = static_cast<uint32_t>(length);
+        staged.push_back(pending);
+        stats.tx_bytes += length;
+        pending = nullptr;
+    }
+
+    size_t flush() {
+        if (staged.empty()) return 0;  // af_packet would still make a sendto() call
+        const auto n = static_cast<uint16_t>(staged.size());
+        uint16_t sent = 0;
+        // A full TX ring drains in microseconds; a few retries beat dropping, more would stall rx.
+        for (int attempt = 0; attempt < 4 && sent < n; ++attempt)
+            sent = static_cast<uint16_t>(sent + rte_eth_tx_burst(port_id, 0, staged.data() + sent, n - sent));
+        if (sent < n) {
+            rte_pktmbuf_free_bulk(staged.data() + sent, n - sent);
+            stats.tx_dropped += n - sent;
+        }
+        stats.tx_frames += sent;
+        staged.clear();
+        return sent;
+    }
+};
+
+DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>()) {
+    if (eal_initialized) throw std::runtime_error("the DPDK EAL can be initialized once per process");
+    const unsigned mtu = config.iface.empty() ? 1500 : read_iface_mtu(config.iface);
+    auto args = eal_arguments(config, mtu);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0)
+        throw std::runtime_error(std::string("DPDK EAL initialization failed: ") + rte_strerror(rte_errno));
+    eal_initialized = true;
+
+    Impl& m = *impl_;
+    m.burst = config.burst;
+    const uint64_t first = rte_eth_find_next_owned_by(0, RTE_ETH_DEV_NO_OWNER);
+    if (first >= RTE_MAX_ETHPORTS)
+        throw std::runtime_error("DPDK found no port: check --iface or the --vdev/-a EAL arguments");
+    const auto port = static_cast<uint16_t>(first);
+    m.port_id = port;
+
+    rte_eth_dev_info info{};
+    if (const int rc = rte_eth_dev_info_get(port, &info); rc != 0)
+        throw std::runtime_error(std::string("rte_eth_dev_info_get: ") + rte_strerror(-rc));
+    uint16_t dev_mtu = 1500;
+    rte_eth_dev_get_mtu(port, &dev_mtu);
+    const unsigned port_mtu = std::max<unsigned>(dev_mtu, mtu);
+    const uint32_t max_frame = port_mtu + 14 + 4;
+    const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(max_frame, 2048));
+    // Every RX and TX descriptor can hold an mbuf, plus one burst each way in the loop and
+    // the per-core cache; the count is a power of two minus one, what rte_mempool likes.
+    const unsigned want = config.rx_descriptors + config.tx_descriptors + 2u * config.burst + 512u;
+    unsigned mbufs = 1;
+    while (mbufs < want) mbufs <<= 1;
+    mbufs -= 1;
+    m.pool = rte_pktmbuf_pool_create("rnic_mbufs", mbufs, 256, 0, data_room, static_cast<int>(rte_socket_id()));
+    if (!m.pool)
+        throw std::runtime_error("cannot create the mbuf pool (" + std::to_string(mbufs) + " x " +
+                                 std::to_string(data_room) + " B): " + rte_strerror(rte_errno) + "; raise -m");
+
+    rte_eth_conf conf{};
+    if (const int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0)
+        throw std::runtime_error(std::string("rte_eth_dev_configure: ") + rte_strerror(-rc));
+    uint16_t rxd = config.rx_descriptors, txd = config.tx_descriptors;
+    rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
+    const int socket = rte_eth_dev_socket_id(port);
+    const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
+    if (const int rc = rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, m.pool); rc != 0)
+        throw std::runtime_error(std::string("rte_eth_rx_queue_setup: ") + rte_strerror(-rc));
+    if (const int rc = rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr); rc != 0)
+        throw std::runtime_error(std::string("rte_eth_tx_queue_setup: ") + rte_strerror(-rc));
+
+    rte_ether_addr addr{};
+    rte_eth_macaddr_get(port, &addr);
+    std::copy(std::begin(addr.addr_bytes), std::end(addr.addr_bytes), m.mac.begin());
+    if (config.mac && *config.mac != m.mac) {
+        rte_ether_addr want_mac{};
+        std::copy(config.mac->begin(), config.mac->end(), std::begin(want_mac.addr_bytes));
+        // Not every driver can change its address (af_packet cannot): promiscuous then.
+        if (rte_eth_dev_default_mac_addr_set(port, &want_mac) != 0 && rte_eth_promiscuous_enable(port) != 0)
+            throw std::runtime_error("the port can neither take --mac nor go promiscuous");
+        m.mac = *config.mac;
+    }
+    if (const int rc = rte_eth_dev_start(port); rc != 0)
+        throw std::runtime_error(std::string("rte_eth_dev_start: ") + rte_strerror(-rc));
+
+    m.rx.resize(config.burst);
+    m.staged.reserve(config.burst);
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port, name);
+    m.description = std::string(name) + " driver=" + (info.driver_name ? info.driver_name : "?") +
+                    " mtu=" + std::to_string(port_mtu) + " mbufs=" + std::to_string(mbufs) + "x" +
+                    std::to_string(data_room) + "B rxd=" + std::to_string(rxd) + " txd=" + std::to_string(txd);
+}
+
+DpdkPort::~DpdkPort() {
+    Impl& m = *impl_;
+    if (m.pending) rte_pktmbuf_free(m.pending);
+    release_rx();
+    m.flush();
+    rte_eth_dev_stop(m.port_id);
+    rte_eth_dev_close(m.port_id);
+    if (m.pool) rte_mempool_free(m.pool);
+    rte_eal_cleanup();
+}
+
+wire::MacAddr DpdkPort::mac() const { return impl_->mac; }
+
+size_t DpdkPort::rx_burst(std::span<RxFrame> out) {
+    Impl& m = *impl_;
+    const auto want = static_cast<uint16_t>(std::min(out.size(), m.rx.size()));
+    const uint16_t n = rte_eth_rx_burst(m.port_id, 0, m.rx.data(), want);
+    m.rx_count = n;
+    size_t kept = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf* mb = m.rx[i];
+        m.stats.rx_bytes += mb->pkt_len;
+        if (mb->nb_segs != 1) {
+            ++m.rx_multiseg;  // the engine wants one contiguous frame; a pool this size never chains
+            continue;
+        }
+        out[kept++] = RxFrame{rte_pktmbuf_mtod(mb, const uint8_t*), mb->data_len};
+    }
+    m.stats.rx_frames += n;
+    return kept;
+}
+
+void DpdkPort::release_rx() {
+    Impl& m = *impl_;
+    if (m.rx_count) rte_pktmbuf_free_bulk(m.rx.data(), static_cast<unsigned>(m.rx_count));
+    m.rx_count = 0;
+}
+
+transport::FrameSink& DpdkPort::tx() { return *impl_; }
+
+std::span<const uint8_t> DpdkPort::last_committed() const {
+    const Impl& m = *impl_;
+    if (m.staged.empty()) return {};
+    const rte_mbuf* mb = m.staged.back();
+    return {rte_pktmbuf_mtod(mb, const uint8_t*), mb->data_len};
+}
+
+size_t DpdkPort::flush_tx() { return impl_->flush(); }
+
+PortStats DpdkPort::stats() const { return impl_->stats; }
+
+std::string DpdkPort::description() const { return impl_->description; }
+
+}  // namespace rnic::port

@@ -1,0 +1,53 @@
+#include "rnic/port/fake_port.hpp"
+
+namespace rnic::port {
+
+size_t FakePort::rx_burst(std::span<RxFrame> out) {
+    in_flight_.clear();
+    size_t n = 0;
+    while (n < out.size() && !incoming_.empty()) {
+        in_flight_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+        ++n;
+    }
+    // Spans are taken after the vector stops growing so none dangles.
+    for (size_t i = 0; i < n; ++i) {
+        out[i] = in_flight_[i];
+        ++stats_.rx_frames;
+        stats_.rx_bytes += in_flight_[i].size();
+    }
+    return n;
+}
+
+std::span<uint8_t> FakePort::allocate(size_t length) {
+    if (length > buffer_size_ || staged_.size() >= tx_buffers_) {
+        ++stats_.tx_no_buffer;
+        return {};
+    }
+    scratch_.assign(length, 0);
+    return scratch_;
+}
+
+void FakePort::commit(size_t length) {
+    scratch_.resize(length);
+    staged_.push_back(std::move(scratch_));
+    scratch_.clear();
+}
+
+std::span<const uint8_t> FakePort::last_committed() const {
+    if (staged_.empty()) return {};
+    return staged_.back();
+}
+
+size_t FakePort::flush_tx() {
+    const size_t n = staged_.size();
+    for (auto& f : staged_) {
+        ++stats_.tx_frames;
+        stats_.tx_bytes += f.size();
+        sent_.push_back(std::move(f));
+    }
+    staged_.clear();
+    return n;
+}
+
+}  // namespace rnic::port

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Two network namespaces joined by a veth pair, optionally an rnicd in each. Addresses live only
+# inside the namespaces (10.77.0.0/24 by default). Everything is bounded in time; `down` kills
+# only the PIDs `up` recorded and is safe to run any number of times.
+#
+#   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [-- rnicd args]
+#   tools/testbed.sh down
+#   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
+#
+# Environment: RNIC_TESTBED (name prefix, default rnictb: use another to run beds side by side),
+# RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
+# RNIC_TESTBED_NET (first three octets, default 10.77.0).
+#
+# Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
+# 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
+# answer (ICMP port unreachable). With `--daemons a`, B is a plain kernel host at .2 (ping,
+# ARP); with `--daemons both`, B is set up like A and runs the second rnicd at .2.
+set -euo pipefail
+
+name=${RNIC_TESTBED:-rnictb}
+state=${RNIC_TESTBED_DIR:-/tmp/$name}
+net=${RNIC_TESTBED_NET:-10.77.0}
+ns_a=$name-a ns_b=$name-b
+if_a=${name:0:10}a if_b=${name:0:10}b   # interface names are at most 15 bytes
+here=$(cd "$(dirname "$0")" && pwd)
+
+die() { echo "testbed: $*" >&2; exit 1; }
+
+# Hands a namespace's interface over to rnicd: the kernel must stay silent on it.
+quiet_kernel() {
+    local ns=$1 ifname=$2
+    ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$ifname.disable_ipv6=1"
+    ip netns exec "$ns" nft -f - <<NFT
+table inet rnic {
+  chain input { type filter hook input priority -300; udp dport 4791 drop; }
+}
+NFT
+}
+
+start_rnicd() {  # side ns ifname ip
+    local side=$1 ns=$2 ifname=$3 ip=$4
+    local log=$state/rnicd-$side.log pidfile=$state/rnicd-$side.pid rcfile=$state/rnicd-$side.rc
+    local args=(--iface "$ifname" --ip "$ip/24")
+    ((pcap)) && args+=(--pcap "$state/$side.pcap")
+    ((busy)) && args+=(--busy-poll)
+    args+=("${extra[@]}")
+    rm -f "$rcfile" "$pidfile" "$log"  # a previous run's log would look "up" at once
+    # sh records its PID and execs rnicd, so the PID is rnicd's; the subshell keeps the exit
+    # status for `down` (rnicd is not our child by then).
+    setsid bash -c 'ip netns exec "$1" sh -c "echo \$\$ > \"$2\"; exec \"\$0\" \"\$@\"" "${@:5}" </dev/null >"$3" 2>&1; echo $? > "$4"' \
+        _ "$ns" "$pidfile" "$log" "$rcfile" "$rnicd" "${args[@]}" </dev/null >/dev/null 2>&1 &
+    for _ in $(seq 100); do
+        [[ -s $pidfile ]] && grep -q "rnicd up" "$log" 2>/dev/null && { echo "testbed: rnicd $side pid $(cat "$pidfile") $ip on $ns/$ifname"; return 0; }
+        [[ -f $rcfile ]] && { cat "$log" >&2; die "rnicd $side exited during start-up"; }
+        sleep 0.1
+    done
+    cat "$log" >&2
+    die "rnicd $side not up within 10 s"
+}
+
+cmd_up() {
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 extra=()
+    while (($#)); do
+        case $1 in
+            --daemons) daemons=$2; shift 2 ;;
+            --rnicd) rnicd=$2; shift 2 ;;
+            --pcap) pcap=1; shift ;;
+            --busy-poll) busy=1; shift ;;
+            --) shift; extra=("$@"); break ;;
+            *) die "unknown option $1" ;;
+        esac
+    done
+    [[ $daemons =~ ^(none|a|both)$ ]] || die "--daemons wants none, a or both"
+    [[ $daemons == none || -x $rnicd ]] || die "no rnicd at $rnicd (build first or pass --rnicd)"
+    cmd_down >/dev/null
+    mkdir -p "$state"
+    ip netns add "$ns_a"
+    ip netns add "$ns_b"
+    ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
+    for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+    ip -n "$ns_a" link set "$if_a" up
+    ip -n "$ns_b" link set "$if_b" up
+    quiet_kernel "$ns_a" "$if_a"
+    if [[ $daemons == both ]]; then
+        quiet_kernel "$ns_b" "$if_b"
+    else
+        ip -n "$ns_b" addr add "$net.2/24" dev "$if_b"
+    fi
+    {
+        echo "ns_a=$ns_a ns_b=$ns_b if_a=$if_a if_b=$if_b"
+        echo "ip_a=$net.1 ip_b=$net.2"
+        echo "mac_a=$(ip netns exec "$ns_a" cat /sys/class/net/"$if_a"/address)"
+        echo "mac_b=$(ip netns exec "$ns_b" cat /sys/class/net/"$if_b"/address)"
+    } > "$state/env"
+    [[ $daemons == none ]] && return 0
+    start_rnicd a "$ns_a" "$if_a" "$net.1"
+    [[ $daemons == both ]] && start_rnicd b "$ns_b" "$if_b" "$net.2"
+    return 0
+}
+
+cmd_down() {
+    local side pid
+    for side in a b; do
+        local pidfile=$state/rnicd-$side.pid
+        [[ -f $pidfile ]] || continue
+        pid=$(cat "$pidfile")
+        # Only our rnicd: the PID must still be an rnicd, not a recycled number.
+        if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == rnicd ]]; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for _ in $(seq 50); do [[ -d /proc/$pid ]] || break; sleep 0.1; done
+            [[ -d /proc/$pid ]] && { echo "testbed: rnicd $side ignored SIGTERM for 5 s, killing" >&2; kill -KILL "$pid" 2>/dev/null || true; }
+        fi
+        # The exit status lands a moment after the process is gone.
+        for _ in $(seq 20); do [[ -f $state/rnicd-$side.rc ]] && break; sleep 0.05; done
+        rm -f "$pidfile"
+    done
+    for ns in "$ns_a" "$ns_b"; do
+        ip netns del "$ns" 2>/dev/null || true
+    done
+    echo "testbed: down"
+}
+
+case ${1:-} in
+    up) shift; cmd_up "$@" ;;
+    down) cmd_down ;;
+    exec)
+        [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
+        ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
