@@ -1,0 +1,328 @@
+// The control protocol between a client (the verbs shim, rnicctl, tests) and rnicd: the slow
+// path. One Unix SOCK_SEQPACKET connection per client at $RNIC_RUN_DIR/<device>.sock (default
+// /run/rnic/rnic0.sock). Every message is a MessageHeader followed by the op's body; the daemon
+// answers each request with the same op and seq, `status` 0 or a positive errno (as rdma-core
+// returns it), and the reply body only when status is 0. File descriptors travel with
+// SCM_RIGHTS on the message named in each op's comment. Enumerated and mask fields carry
+// rdma-core's values. The daemon checks the peer with SO_PEERCRED, gives each connection its
+// own objects, and reclaims them all when the connection closes.
+#pragma once
+
+#include <cstddef>
+#include <atomic>
+#include <cstdint>
+
+namespace rnic::host::abi {
+
+inline constexpr uint32_t kMagic = 0x434e5252;  // "RRNC" little-endian
+inline constexpr uint16_t kAbiVersion = 1;
+inline constexpr size_t kMaxMessage = 64 * 1024;
+inline constexpr size_t kMaxFdsPerMessage = 4;
+inline constexpr const char* kDefaultRunDir = "/run/rnic";
+inline constexpr const char* kRunDirEnv = "RNIC_RUN_DIR";
+inline constexpr uint32_t kMaxGids = 16;
+inline constexpr uint32_t kDeviceNameMax = 32;
+
+enum class Op : uint16_t {
+    Hello = 1,         // req fds: [async eventfd]; reply fds: [status page memfd, kick eventfd, async ring memfd]
+    AllocPd = 2,
+    DeallocPd = 3,
+    ShareSegment = 4,  // req fds: [memfd holding the pages]
+    ReleaseSegment = 5,
+    RegMr = 6,
+    DeregMr = 7,
+    CreateCompChannel = 8,  // req fds: [eventfd the daemon writes for each completion event]
+    DestroyCompChannel = 9,
+    CreateCq = 10,     // reply fds: [ring memfd]
+    DestroyCq = 11,
+    CreateSrq = 12,    // reply fds: [ring memfd]
+    ModifySrq = 13,
+    QuerySrq = 14,
+    DestroySrq = 15,
+    CreateQp = 16,     // reply fds: [memfd with the SQ ring, then the RQ ring (none with an SRQ)]
+    ModifyQp = 17,
+    QueryQp = 18,
+    DestroyQp = 19,
+    CreateAh = 20,
+    DestroyAh = 21,
+    QueryPort = 22,    // port state can change (link, MTU): asked again, not cached from Hello
+    Stats = 23,        // reply body: JSON text (rnicctl)
+    SetLogLevel = 24,
+};
+
+struct MessageHeader {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t op;
+    uint32_t seq;
+    uint32_t length;  // bytes, this header included
+    int32_t status;   // replies: 0 or a positive errno
+    uint32_t reserved;
+};
+static_assert(sizeof(MessageHeader) == 24);
+
+// ---- attributes ----
+
+struct DeviceAttr {  // struct ibv_device_attr, the fields a software RNIC fills
+    uint64_t node_guid;
+    uint64_t sys_image_guid;
+    uint64_t max_mr_size;
+    uint64_t page_size_cap;
+    uint32_t vendor_id;
+    uint32_t vendor_part_id;
+    uint32_t hw_ver;
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t device_cap_flags;
+    uint32_t max_sge;
+    uint32_t max_sge_rd;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_qp_rd_atom;
+    uint32_t max_qp_init_rd_atom;
+    uint32_t max_res_rd_atom;
+    uint32_t atomic_cap;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_srq_sge;
+    uint32_t max_ah;
+    uint32_t max_inline_data;
+    uint32_t max_msg_size;
+    uint16_t max_pkeys;
+    uint8_t local_ca_ack_delay;
+    uint8_t phys_port_cnt;
+    uint32_t reserved;
+    char fw_ver[64];
+};
+static_assert(sizeof(DeviceAttr) == 32 + 22 * 4 + 4 + 4 + 64);
+
+struct PortAttr {  // struct ibv_port_attr for a RoCE port
+    uint32_t state;       // enum ibv_port_state
+    uint32_t max_mtu;     // enum ibv_mtu
+    uint32_t active_mtu;  // enum ibv_mtu
+    uint32_t gid_tbl_len;
+    uint32_t port_cap_flags;
+    uint32_t max_msg_sz;
+    uint16_t pkey_tbl_len;
+    uint8_t active_width;
+    uint8_t active_speed;
+    uint8_t phys_state;
+    uint8_t link_layer;   // IBV_LINK_LAYER_ETHERNET
+    uint8_t reserved[2];
+    uint32_t ethernet_mtu;  // the port's IP MTU, for tools
+};
+static_assert(sizeof(PortAttr) == 36);
+
+struct AddressVector {  // struct ibv_ah_attr with its GRH (RoCE always has one)
+    uint8_t dgid[16];
+    uint32_t flow_label;
+    uint8_t sgid_index;
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint8_t sl;
+    uint8_t is_global;
+    uint8_t port_num;
+    uint8_t static_rate;
+    uint8_t src_path_bits;
+    uint16_t dlid;
+    uint8_t dmac[6];  // replies only: what the daemon resolved (ARP) for the dgid
+};
+static_assert(sizeof(AddressVector) == 36);
+
+struct QpCaps {
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_send_sge;
+    uint32_t max_recv_sge;
+    uint32_t max_inline_data;
+};
+static_assert(sizeof(QpCaps) == 20);
+
+struct QpAttr {  // struct ibv_qp_attr; which fields count is said by the attr_mask beside it
+    uint32_t qp_state;
+    uint32_t cur_qp_state;
+    uint32_t path_mtu;
+    uint32_t qkey;
+    uint32_t rq_psn;
+    uint32_t sq_psn;
+    uint32_t dest_qp_num;
+    uint32_t qp_access_flags;
+    QpCaps cap;
+    AddressVector ah_attr;
+    uint16_t pkey_index;
+    uint8_t en_sqd_async_notify;
+    uint8_t sq_draining;
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint8_t min_rnr_timer;
+    uint8_t port_num;
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t reserved;
+};
+static_assert(sizeof(QpAttr) == 32 + 20 + 36 + 12);
+
+// ---- request and reply bodies, by op ----
+
+struct HelloRequest {
+    uint32_t pid;  // informational; the daemon trusts SO_PEERCRED
+    uint32_t flags;
+};
+struct HelloReply {
+    char device_name[kDeviceNameMax];
+    DeviceAttr device;
+    PortAttr port;
+    uint8_t mac[6];
+    uint16_t gid_count;
+    uint8_t gids[kMaxGids][16];
+    uint32_t async_ring_size;   // entries of AsyncEventEntry in the async ring memfd
+    uint32_t status_page_size;  // bytes of the status page memfd
+    uint32_t session_id;
+    uint32_t reserved;
+};
+
+// The daemon's status page, mapped read-only by every client.
+struct StatusPage {
+    // Non-zero while the poll loop is (about to be) asleep: a client that rings a doorbell then
+    // writes the kick eventfd. Both sides put a seq_cst fence between their index store and
+    // their load of the other's flag/index, so a doorbell is never missed.
+    alignas(64) std::atomic<uint32_t> sleeping;
+    std::atomic<uint32_t> shutting_down;  // set on SIGTERM before clients are disconnected
+    std::atomic<uint64_t> loop_turns;     // liveness, for tools
+};
+
+struct HandleRequest {  // DeallocPd, DestroyCq, DestroySrq, DestroyAh, QuerySrq, DestroyCompChannel, DeregMr (lkey), ReleaseSegment
+    uint32_t handle;
+    uint32_t reserved;
+};
+struct HandleReply {  // AllocPd, CreateAh, CreateCompChannel
+    uint32_t handle;
+    uint32_t reserved;
+};
+
+struct ShareSegmentRequest {
+    uint32_t segment_id;  // chosen by the client, unique within its connection
+    uint32_t reserved;
+    uint64_t length;      // bytes of the memfd to map (a multiple of the page size)
+};
+
+// Registered memory is described as runs of pages in segments the client shared earlier, so an
+// MR may span segments (a buffer that partly overlaps an earlier registration).
+struct SegmentRun {
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t offset;  // into the segment, page-aligned
+    uint64_t length;  // page multiple
+};
+struct RegMrRequest {
+    uint32_t pd;
+    uint32_t access;    // enum ibv_access_flags
+    uint64_t addr;      // the client's virtual address of the buffer (also its iova)
+    uint64_t length;
+    uint64_t iova;
+    uint32_t page_offset;  // addr's offset in its first page
+    uint32_t run_count;    // SegmentRun entries following this struct
+};
+struct RegMrReply {
+    uint32_t lkey;
+    uint32_t rkey;
+};
+
+struct CreateCqRequest {
+    uint32_t cqe;
+    uint32_t channel;  // 0: none
+    uint32_t comp_vector;
+    uint32_t reserved;
+};
+struct CreateCqReply {
+    uint32_t handle;
+    uint32_t cqe;         // granted (what ibv_cq.cqe shows)
+    uint32_t ring_size;   // entries, a power of two >= cqe
+    uint32_t ring_bytes;  // of the memfd
+};
+
+struct CreateSrqRequest {
+    uint32_t pd;
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;
+};
+struct CreateSrqReply {
+    uint32_t handle;
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t ring_size;
+    uint32_t ring_stride;
+    uint32_t ring_bytes;
+};
+struct ModifySrqRequest {
+    uint32_t handle;
+    uint32_t attr_mask;  // enum ibv_srq_attr_mask
+    uint32_t max_wr;
+    uint32_t srq_limit;
+};
+struct QuerySrqReply {
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t srq_limit;
+    uint32_t reserved;
+};
+
+struct CreateQpRequest {
+    uint32_t qp_type;  // enum ibv_qp_type
+    uint32_t pd;
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t srq;      // 0: none
+    uint32_t sq_sig_all;
+    QpCaps cap;
+};
+struct CreateQpReply {
+    uint32_t qpn;
+    QpCaps cap;  // granted
+    uint32_t sq_size;
+    uint32_t sq_stride;
+    uint32_t rq_size;    // 0 with an SRQ
+    uint32_t rq_stride;
+    uint32_t rq_offset;  // the RQ ring's offset in the memfd (page-aligned)
+    uint32_t ring_bytes;
+};
+
+struct ModifyQpRequest {
+    uint32_t qpn;
+    uint32_t attr_mask;  // enum ibv_qp_attr_mask
+    QpAttr attr;
+};
+struct QueryQpRequest {
+    uint32_t qpn;
+    uint32_t attr_mask;
+};
+struct QueryQpReply {
+    QpAttr attr;
+    QpCaps init_cap;
+    uint32_t qp_type;
+    uint32_t sq_sig_all;
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t srq;
+};
+
+struct CreateAhRequest {
+    uint32_t pd;
+    uint32_t reserved;
+    AddressVector av;
+};
+
+struct StatsRequest {
+    uint32_t what;  // 0: everything
+    uint32_t reserved;
+};
+
+struct SetLogLevelRequest {
+    char level[16];  // spdlog level name
+};
+
+}  // namespace rnic::host::abi
