@@ -9,8 +9,8 @@ packages=(
   catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev
   clang libclang-rt-14-dev
   tshark python3 python3-scapy
-  libdpdk-dev librte-net-af-packet23 libspdlog-dev
-  iproute2 nftables iputils-ping
+  libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
+  iproute2 nftables iputils-ping iperf3 sockperf
 )
 
 missing=()
@@ -22,6 +22,8 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer it up front.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  # iperf3 asks whether to run a system-wide server; the benchmarks start their own.
+  echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -6,10 +6,12 @@
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
+#   tools/testbed.sh loss PCT [a|b|both]  drop PCT% of RoCEv2 frames each side sends (0: off)
 #
 # Environment: RNIC_TESTBED (name prefix, default rnictb: use another to run beds side by side),
 # RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
-# RNIC_TESTBED_NET (first three octets, default 10.77.0).
+# RNIC_TESTBED_NET (first three octets, default 10.77.0), RNIC_TESTBED_MTU (veth MTU, default
+# 9000 so RoCE's 4096-byte path MTU fits; 1500 limits rnicd's active MTU to 1024).
 #
 # Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
 # 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
@@ -20,6 +22,7 @@ set -euo pipefail
 name=${RNIC_TESTBED:-rnictb}
 state=${RNIC_TESTBED_DIR:-/tmp/$name}
 net=${RNIC_TESTBED_NET:-10.77.0}
+mtu=${RNIC_TESTBED_MTU:-9000}
 ns_a=$name-a ns_b=$name-b
 if_a=${name:0:10}a if_b=${name:0:10}b   # interface names are at most 15 bytes
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,7 +79,7 @@ cmd_up() {
     mkdir -p "$state"
     ip netns add "$ns_a"
     ip netns add "$ns_b"
-    ip link add "$if_a" netns "$ns_a" type veth peer name "$if_b" netns "$ns_b"
+    ip link add "$if_a" netns "$ns_a" mtu "$mtu" type veth peer name "$if_b" netns "$ns_b" mtu "$mtu"
     for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
     ip -n "$ns_a" link set "$if_a" up
     ip -n "$ns_b" link set "$if_b" up
@@ -120,11 +123,36 @@ cmd_down() {
     echo "testbed: down"
 }
 
+# Loss on the link without netem (this kernel has none): a netdev egress rule on the sending
+# side's veth. It sits after af_packet's TX, so rnicd's own capture still shows the frame as
+# sent (as a switch dropping it would), and it drops only UDP 4791, never ARP or side channels.
+cmd_loss() {
+    local pct=${1:-} sides=${2:-both} side ns ifname
+    [[ $pct =~ ^[0-9]+$ && $pct -le 100 ]] || die "loss wants an integer percentage"
+    [[ -f $state/env ]] || die "test bed is not up"
+    source "$state/env"
+    case $sides in a) sides="a" ;; b) sides="b" ;; both) sides="a b" ;; *) die "loss: a, b or both" ;; esac
+    for side in $sides; do
+        if [[ $side == a ]]; then ns=$ns_a ifname=$if_a; else ns=$ns_b ifname=$if_b; fi
+        ip netns exec "$ns" nft delete table netdev rnic_loss 2>/dev/null || true
+        ((pct == 0)) && continue
+        ip netns exec "$ns" nft -f - <<NFT
+table netdev rnic_loss {
+  chain egress {
+    type filter hook egress device "$ifname" priority 0;
+    udp dport 4791 numgen random mod 100 < $pct counter drop
+  }
+}
+NFT
+    done
+}
+
 case ${1:-} in
     up) shift; cmd_up "$@" ;;
+    loss) shift; cmd_loss "$@" ;;
     down) cmd_down ;;
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -34,6 +34,20 @@ bool eal_initialized = false;
 
 }  // namespace
 
+// af_packet ring frames default to 2048 bytes including its own header: bigger MTUs (RoCE
+// MTU 4096 needs ~4200 on the wire) need bigger ring frames or the kernel truncates. Frames
+// beyond the largest RoCE frame are never ours, so a jumbo interface (9000) does not need
+// 16 KiB frames: the PMD wants every mbuf as big as a ring frame, and 16 KiB mbufs would not
+// fit the default -m 128. Returns 0 for the PMD's default.
+unsigned af_packet_frame_size(unsigned iface_mtu) {
+    constexpr unsigned kLargestRoceIpPacket = 4096 + 256;  // payload + IP/UDP/BTH/ext/ICRC, rounded
+    const unsigned need = std::min(iface_mtu, kLargestRoceIpPacket) + 14 + 4 + 128;
+    if (need <= 2048) return 0;
+    unsigned frame = 4096;
+    while (frame < need) frame *= 2;
+    return frame;
+}
+
 std::vector<std::string> eal_arguments(const DpdkPortConfig& c, unsigned iface_mtu) {
     const auto& extra = c.eal_args;
     std::vector<std::string> args{"rnicd"};
@@ -46,14 +60,8 @@ std::vector<std::string> eal_arguments(const DpdkPortConfig& c, unsigned iface_m
     if (!has_arg(extra, {"--log-level"})) args.emplace_back("--log-level=notice");
     if (!has_arg(extra, {"--vdev", "-a", "--allow"}) && !c.iface.empty()) {
         std::string vdev = "net_af_packet0,iface=" + c.iface + ",framecnt=4096";
-        // af_packet frames default to 2048 bytes including its own header: bigger MTUs
-        // (RoCE MTU 4096 needs ~4200) need bigger ring frames or the kernel truncates.
-        const unsigned need = iface_mtu + 14 + 4 + 128;
-        if (need > 2048) {
-            unsigned frame = 4096;
-            while (frame < need) frame *= 2;
+        if (const unsigned frame = af_packet_frame_size(iface_mtu))
             vdev += ",blocksz=" + std::to_string(frame) + ",framesz=" + std::to_string(frame);
-        }
         args.insert(args.end(), {"--vdev", vdev});
     }
     args.insert(args.end(), extra.begin(), extra.end());
@@ -134,7 +142,9 @@ DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>(
     rte_eth_dev_get_mtu(port, &dev_mtu);
     const unsigned port_mtu = std::max<unsigned>(dev_mtu, mtu);
     const uint32_t max_frame = port_mtu + 14 + 4;
-    const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<uint32_t>(max_frame, 2048));
+    const uint32_t ring_frame = af_packet_frame_size(mtu);
+    const uint16_t data_room = static_cast<uint16_t>(
+        RTE_PKTMBUF_HEADROOM + std::max({std::min<uint32_t>(max_frame, 4096 + 256 + 18), ring_frame, 2048u}));
     // Every RX and TX descriptor can hold an mbuf, plus one burst each way in the loop and
     // the per-core cache; the count is a power of two minus one, what rte_mempool likes.
     const unsigned want = config.rx_descriptors + config.tx_descriptors + 2u * config.burst + 512u;
