@@ -43,7 +43,9 @@ NFT
 start_rnicd() {  # side ns ifname ip
     local side=$1 ns=$2 ifname=$3 ip=$4
     local log=$state/rnicd-$side.log pidfile=$state/rnicd-$side.pid rcfile=$state/rnicd-$side.rc
-    local args=(--iface "$ifname" --ip "$ip/24")
+    # Each daemon gets its own control-socket directory: both would otherwise claim
+    # /run/rnic/rnic0.sock (namespaces share the filesystem).
+    local args=(--iface "$ifname" --ip "$ip/24" --run-dir "$state/run-$side")
     ((pcap)) && args+=(--pcap "$state/$side.pcap")
     ((busy)) && args+=(--busy-poll)
     args+=("${extra[@]}")
@@ -94,6 +96,7 @@ cmd_up() {
         echo "ip_a=$net.1 ip_b=$net.2"
         echo "mac_a=$(ip netns exec "$ns_a" cat /sys/class/net/"$if_a"/address)"
         echo "mac_b=$(ip netns exec "$ns_b" cat /sys/class/net/"$if_b"/address)"
+        echo "sock_a=$state/run-a/rnic0.sock sock_b=$state/run-b/rnic0.sock"
     } > "$state/env"
     [[ $daemons == none ]] && return 0
     start_rnicd a "$ns_a" "$if_a" "$net.1"

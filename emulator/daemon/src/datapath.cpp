@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace rnic::daemon {
@@ -27,6 +28,44 @@ void Datapath::capture(std::span<const uint8_t> frame) {
 void Datapath::CaptureTap::commit(size_t length) {
     dp_.io_.tx().commit(length);
     dp_.capture(dp_.io_.last_committed());
+}
+
+std::span<uint8_t> Datapath::LoopbackSink::allocate(size_t length) {
+    transport::FrameSink& down = dp_.capture_ ? static_cast<transport::FrameSink&>(dp_.tap_) : dp_.io_.tx();
+    pending_ = down.allocate(length);
+    return pending_;
+}
+
+void Datapath::LoopbackSink::commit(size_t length) {
+    if (length >= 6 && std::equal(dp_.self_.mac.begin(), dp_.self_.mac.end(), pending_.begin())) {
+        // Never committed downstream: the port reuses an allocation that was not committed.
+        std::vector<uint8_t> frame;
+        if (!dp_.loopback_spare_.empty()) {
+            frame = std::move(dp_.loopback_spare_.back());
+            dp_.loopback_spare_.pop_back();
+        }
+        frame.assign(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(length));
+        dp_.loopback_.push_back(std::move(frame));
+        ++dp_.counters_.loopback_frames;
+        return;
+    }
+    transport::FrameSink& down = dp_.capture_ ? static_cast<transport::FrameSink&>(dp_.tap_) : dp_.io_.tx();
+    down.commit(length);
+}
+
+Neighbour Datapath::resolve(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac) {
+    if (ipv4 == self_.ipv4) {
+        mac = self_.mac;
+        return Neighbour::Resolved;
+    }
+    // No routing yet: an off-link address would only time out in ARP.
+    if (!self_.on_link(ipv4) || arp_.unreachable(ipv4)) return Neighbour::Unreachable;
+    if (const auto m = arp_.resolve(ipv4, now_ns, io_.tx())) {
+        mac = *m;
+        return Neighbour::Resolved;
+    }
+    io_.flush_tx();  // the request leaves now, not at the end of the next turn
+    return Neighbour::Pending;
 }
 
 void Datapath::warn_malformed(port::FrameClass c, size_t length) {
@@ -67,13 +106,27 @@ size_t Datapath::poll(uint64_t now_ns) {
     }
     io_.release_rx();
 
+    // Our own frames from the last turn, as if they had come in with this burst.
+    size_t looped = 0;
+    if (!loopback_.empty()) {
+        auto frames = std::move(loopback_);
+        loopback_.clear();
+        for (auto& f : frames) {
+            ++counters_.roce_rx;
+            if (capture_) capture(f);
+            engine_.receive(f, now_ns);
+            loopback_spare_.push_back(std::move(f));
+        }
+        looped = frames.size();
+        if (loopback_spare_.size() > 2 * kBurst) loopback_spare_.resize(2 * kBurst);
+    }
+
     engine_.advance(now_ns);
     arp_.advance(now_ns, io_.tx());
-    transport::FrameSink& sink = capture_ ? static_cast<transport::FrameSink&>(tap_) : io_.tx();
-    const size_t sent = engine_.transmit(sink, now_ns, kBurst);
+    const size_t sent = engine_.transmit(loopback_sink_, now_ns, kBurst);
     counters_.roce_tx += sent;
     io_.flush_tx();
-    return n + sent;
+    return n + sent + looped;
 }
 
 std::optional<uint64_t> Datapath::next_deadline() const {
@@ -83,21 +136,23 @@ std::optional<uint64_t> Datapath::next_deadline() const {
     return a;
 }
 
-std::string Datapath::summary() const {
-    std::ostringstream out;
-    auto put = [&](std::string_view name, uint64_t v) {
-        if (v) out << name << '=' << v << ' ';
-    };
+std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    auto put = [&](std::string name, uint64_t v) { out.emplace_back(std::move(name), v); };
     const auto ps = io_.stats();
     put("port_rx_frames", ps.rx_frames);
+    put("port_rx_bytes", ps.rx_bytes);
     put("port_tx_frames", ps.tx_frames);
+    put("port_tx_bytes", ps.tx_bytes);
     put("port_tx_no_buffer", ps.tx_no_buffer);
     put("port_tx_dropped", ps.tx_dropped);
     for (size_t i = 0; i < port::kFrameClassCount; ++i)
-        if (counters_.rx_by_class[i]) out << "rx_" << port::to_string(static_cast<port::FrameClass>(i)) << '=' << counters_.rx_by_class[i] << ' ';
+        put("rx_" + std::string(port::to_string(static_cast<port::FrameClass>(i))), counters_.rx_by_class[i]);
     put("roce_rx", counters_.roce_rx);
     put("roce_tx", counters_.roce_tx);
     put("captured", counters_.captured);
+    put("loopback_frames", counters_.loopback_frames);
+    put("polls", counters_.polls);
     const auto& a = arp_.counters();
     put("arp_requests_received", a.requests_received);
     put("arp_replies_sent", a.replies_sent);
@@ -106,12 +161,23 @@ std::string Datapath::summary() const {
     put("arp_gratuitous_sent", a.gratuitous_sent);
     put("arp_resolved", a.resolved);
     put("arp_resolution_failures", a.resolution_failures);
+    put("arp_queued_frames", a.queued_frames);
     put("arp_queued_dropped", a.queued_dropped);
+    put("arp_ignored", a.ignored);
     put("arp_address_conflicts", a.address_conflicts);
+    put("arp_entries", arp_.entries());
     put("icmp_echo_requests", icmp_.echo_requests);
     put("icmp_echo_replies", icmp_.echo_replies);
     put("icmp_other_types", icmp_.other_types);
     put("icmp_bad_checksum", icmp_.bad_checksum);
+    return out;
+}
+
+std::string Datapath::summary() const {
+    std::ostringstream out;
+    for (const auto& [name, v] : counter_list())
+        if (v && name != "polls" && name != "arp_entries" && name != "port_rx_bytes" && name != "port_tx_bytes")
+            out << name << '=' << v << ' ';
     for (const auto& [name, v] : engine_.device_counters().list())
         if (v) out << "engine_" << name << '=' << v << ' ';
     std::string s = out.str();

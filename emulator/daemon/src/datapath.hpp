@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rate_limit.hpp"
@@ -25,7 +26,11 @@ struct DatapathCounters {
     uint64_t roce_tx = 0;
     uint64_t captured = 0;
     uint64_t polls = 0;
+    uint64_t loopback_frames = 0;  // engine frames for our own MAC, fed back without the port
 };
+
+// What a neighbour lookup for the control path found.
+enum class Neighbour : uint8_t { Resolved, Pending, Unreachable };
 
 class Datapath {
 public:
@@ -40,10 +45,16 @@ public:
     size_t poll(uint64_t now_ns);  // frames received + frames the engine sent
     std::optional<uint64_t> next_deadline() const;
 
+    // The MAC for an on-link IPv4 address (host order) for an address vector: our own MAC for
+    // our own address, else ARP (a request goes out at once when nothing is known).
+    Neighbour resolve(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac);
+
     const DatapathCounters& counters() const noexcept { return counters_; }
     const port::ArpAgent& arp() const noexcept { return arp_; }
     port::ArpAgent& arp() noexcept { return arp_; }
     const port::IcmpCounters& icmp() const noexcept { return icmp_; }
+    // Every counter of the port, classes, ARP and ICMP by name (the Stats op).
+    std::vector<std::pair<std::string, uint64_t>> counter_list() const;
     // "name=value ..." of every counter that is not zero, for the log.
     std::string summary() const;
 
@@ -60,6 +71,20 @@ private:
         Datapath& dp_;
     };
 
+    // The engine's frames go through this: a frame for our own MAC is kept for the next turn's
+    // receive instead of the port (which never delivers our own TX to our RX), so a QP can
+    // talk to another QP of this daemon.
+    class LoopbackSink final : public transport::FrameSink {
+    public:
+        LoopbackSink(Datapath& dp) : dp_(dp) {}
+        std::span<uint8_t> allocate(size_t length) override;
+        void commit(size_t length) override;
+
+    private:
+        Datapath& dp_;
+        std::span<uint8_t> pending_;
+    };
+
     void capture(std::span<const uint8_t> frame);
     void warn_malformed(port::FrameClass c, size_t length);
 
@@ -71,6 +96,9 @@ private:
     port::ArpAgent arp_;
     port::IcmpCounters icmp_;
     CaptureTap tap_{*this};
+    LoopbackSink loopback_sink_{*this};
+    std::vector<std::vector<uint8_t>> loopback_;  // frames waiting for the next turn
+    std::vector<std::vector<uint8_t>> loopback_spare_;
     DatapathCounters counters_;
     uint64_t now_ = 0;
     RateLimit malformed_log_;

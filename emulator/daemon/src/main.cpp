@@ -3,16 +3,23 @@
 #include <signal.h>
 #include <time.h>
 
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <memory>
 
 #include "datapath.hpp"
 #include "idle_policy.hpp"
 #include "options.hpp"
+#include "rnic/host/server/host_service.hpp"
 #include "rnic/port/dpdk_port.hpp"
 #include "rnic/wire/gid.hpp"
 
@@ -44,6 +51,9 @@ void install_signals() {
     sigaction(SIGTERM, &sa, nullptr);
     sa.sa_handler = on_dump;
     sigaction(SIGUSR1, &sa, nullptr);
+    // A client that vanishes must cost an error return, never the daemon.
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, nullptr);
 }
 
 }  // namespace
@@ -95,22 +105,58 @@ int main(int argc, char** argv) {
                              .min_sleep_ns = 16'000,
                              .max_sleep_ns = opt.idle_sleep_max_us * 1000});
 
-    spdlog::info("rnicd up: port {} mac {} ip {}/{} gid0 {} polling {}{}", io->description(), mac_text(self.mac),
-                 wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ec.gids[0].to_string(),
+    // Declared before the service so pending handlers are destroyed after it, never run on it.
+    boost::asio::io_context asio_io;
+    host::server::ServerConfig sc;
+    sc.name = opt.name;
+    sc.run_dir = opt.run_dir;
+    sc.mac = self.mac;
+    sc.ipv4 = self.ipv4;
+    sc.prefix_length = self.prefix_length;
+    sc.ethernet_mtu = transport::mtu_bytes(engine.query_port().active_mtu);
+    auto resolver = [&dp](uint32_t ip, uint64_t now, wire::MacAddr& mac) {
+        switch (dp.resolve(ip, now, mac)) {
+            case daemon::Neighbour::Resolved:
+                return host::server::Resolution::Resolved;
+            case daemon::Neighbour::Pending:
+                return host::server::Resolution::Pending;
+            case daemon::Neighbour::Unreachable:
+                break;
+        }
+        return host::server::Resolution::Unreachable;
+    };
+    host::server::HostService host(asio_io, engine, sc, resolver, [&dp] { return dp.counter_list(); });
+    try {
+        host.start();
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    }
+
+    spdlog::info("rnicd up: {} port {} mac {} ip {}/{} gid0 {} polling {}{}", opt.name, io->description(),
+                 mac_text(self.mac), wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ec.gids[0].to_string(),
                  opt.busy_poll ? "busy" : "adaptive", capture ? " capture " + opt.pcap : std::string());
     dp.start(mono0);
 
+    // Control messages are served between turns: every 64 turns or 50 us while busy, and at
+    // once while asleep (the loop sleeps inside Asio).
+    constexpr uint64_t kControlEveryNs = 50'000;
+    uint64_t turns = 0;
+    uint64_t last_control = 0;
     while (!stop_requested.load(std::memory_order_relaxed)) {
         const uint64_t now = clock_ns(CLOCK_MONOTONIC);
-        const size_t work = dp.poll(now);
-        if (dump_requested.exchange(false, std::memory_order_relaxed)) spdlog::info("counters: {}", dp.summary());
-        if (const uint64_t sleep_ns = idle.after_poll(work, now, dp.next_deadline())) {
-            const timespec ts{static_cast<time_t>(sleep_ns / 1'000'000'000ull),
-                              static_cast<long>(sleep_ns % 1'000'000'000ull)};
-            nanosleep(&ts, nullptr);  // EINTR from a signal just ends the nap early
+        size_t work = host.poll(now);
+        work += dp.poll(now);
+        if ((++turns & 63) == 0 || now - last_control >= kControlEveryNs) {
+            host.poll_control();
+            last_control = now;
         }
+        if (dump_requested.exchange(false, std::memory_order_relaxed)) spdlog::info("counters: {}", dp.summary());
+        if (const uint64_t sleep_ns = idle.after_poll(work, now, dp.next_deadline())) host.sleep(sleep_ns);
     }
 
+    spdlog::info("rnicd stopping: disconnecting {} session(s)", host.session_count());
+    host.shutdown(clock_ns(CLOCK_MONOTONIC));
     if (capture) capture->flush();
     spdlog::info("counters: {}", dp.summary());
     spdlog::info("rnicd stopping{}", capture ? " (capture: " + std::to_string(capture->frames()) + " frames in " +

@@ -7,7 +7,7 @@ namespace rnic::daemon {
 const char* usage() {
     return "usage: rnicd --iface IF --ip A.B.C.D/NN [--mac MAC] [--pcap FILE [--pcap-max-mb N]]\n"
            "             [--busy-poll] [--idle-sleep-us N] [--log-level trace|debug|info|warn|error|off]\n"
-           "             [-- EAL arguments]\n"
+           "             [--name NAME] [--run-dir DIR] [-- EAL arguments]\n"
            "  --iface IF        the port: DPDK af_packet on IF unless EAL arguments name a device\n"
            "                    (-- --vdev net_af_xdp0,iface=IF, -- -a 0000:03:00.0, ...)\n"
            "  --ip A/NN         the RNIC's IPv4 address; GID 0 is ::ffff:A\n"
@@ -15,7 +15,9 @@ const char* usage() {
            "  --pcap FILE       capture every RoCEv2 frame sent and received (ns timestamps)\n"
            "  --pcap-max-mb N   rotate to FILE.1, FILE.2, ... when a file reaches N MiB\n"
            "  --busy-poll       never sleep (lowest latency, one full core)\n"
-           "  --idle-sleep-us N longest sleep when idle (default 2000)\n";
+           "  --idle-sleep-us N longest sleep when idle (default 2000)\n"
+           "  --name NAME       device name (default rnic0)\n"
+           "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
 }
 
 namespace {
@@ -44,7 +46,8 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             continue;
         }
         const bool takes_value = a == "--iface" || a == "--ip" || a == "--mac" || a == "--pcap" ||
-                                 a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us";
+                                 a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
+                                 a == "--name" || a == "--run-dir";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -58,6 +61,13 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         } else if (a == "--mac") {
             o.mac = port::parse_mac(v);
             if (!o.mac) return U{"--mac wants aa:bb:cc:dd:ee:ff, got '" + v + "'"};
+        } else if (a == "--name") {
+            const bool sane = !v.empty() && v.size() < 32 && v.find('/') == std::string::npos && v[0] != '.';
+            if (!sane) return U{"--name wants a device name (no '/', under 32 characters), got '" + v + "'"};
+            o.name = v;
+        } else if (a == "--run-dir") {
+            if (v.empty()) return U{"--run-dir wants a directory"};
+            o.run_dir = v;
         } else if (a == "--pcap") {
             o.pcap = v;
         } else if (a == "--pcap-max-mb") {

@@ -20,6 +20,8 @@ struct Options {
     bool busy_poll = false;
     uint64_t idle_sleep_max_us = 2000;
     std::string log_level = "info";
+    std::string name = "rnic0";  // device name; the control socket is <run_dir>/<name>.sock
+    std::string run_dir;         // empty: $RNIC_RUN_DIR, else /run/rnic
     std::vector<std::string> eal_args;
     bool help = false;
 };

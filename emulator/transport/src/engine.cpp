@@ -90,6 +90,14 @@ Result<MrInfo> Engine::reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t
     return MrInfo{r.keys.lkey, r.keys.rkey};
 }
 
+Result<MrInfo> Engine::reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
+                                    uint64_t length, uint64_t iova, uint32_t access) {
+    if (!pds_.count(pd)) return wire::Unexpected{EINVAL};
+    const mem::RegResult r = memory_->register_mr_pages(pd, pages, first_page_offset, length, iova, access);
+    if (!r.ok()) return wire::Unexpected{r.error};
+    return MrInfo{r.keys.lkey, r.keys.rkey};
+}
+
 int Engine::dereg_mr(uint32_t lkey) { return memory_->deregister_mr(lkey); }
 
 Result<uint32_t> Engine::create_cq(uint32_t cqe) {
@@ -404,6 +412,7 @@ std::vector<std::pair<std::string_view, uint64_t>> Engine::cache_counters() cons
 
 void Engine::complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc) {
     ++qp.counters.completions;
+    ++completion_seq_;
     if (wc.status != WcStatus::Success) ++qp.counters.error_completions;
     auto it = cqs_.find(cq);
     if (it == cqs_.end()) return;

@@ -1,5 +1,5 @@
 #include <catch2/catch.hpp>
-
+#include <cstring>
 #include <filesystem>
 
 #include "datapath.hpp"
@@ -117,4 +117,77 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--log-level", "loud"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--pcap-max-mb", "3"}));
     CHECK_FALSE(daemon::parse_options({"--iface"}));
+    auto named =
+        daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--name", "rnic1", "--run-dir", "/tmp/r"});
+    REQUIRE(named);
+    CHECK(named->name == "rnic1");
+    CHECK(named->run_dir == "/tmp/r");
+    CHECK(ok->name == "rnic0");
+    CHECK(ok->run_dir.empty());
+    CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--name", "a/b"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--run-dir", ""}));
+}
+
+TEST_CASE("datapath: frames for our own MAC loop back into the engine, never onto the port", "[datapath]") {
+    using namespace rnic::transport;
+    port::FakePort io(kSelf.mac);
+    Engine engine(engine_config());
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    std::vector<uint8_t> memory(8192);
+    const uint32_t pd = *engine.alloc_pd();
+    const MrInfo mr = *engine.reg_mr(pd, memory.data(), memory.size(), reinterpret_cast<uint64_t>(memory.data()), 1);
+    const uint32_t cq = *engine.create_cq(16);
+    QpInitAttr init;
+    init.pd = pd;
+    init.send_cq = init.recv_cq = cq;
+    init.cap = {4, 4, 1, 1, 0};
+    const uint32_t a = engine.create_qp(init)->qpn, b = engine.create_qp(init)->qpn;
+    wire::MacAddr own{};
+    REQUIRE(dp.resolve(kSelf.ipv4, 0, own) == daemon::Neighbour::Resolved);
+    CHECK(own == kSelf.mac);
+    for (auto [qpn, dest] : {std::pair{a, b}, std::pair{b, a}}) {
+        QpAttributes attr;
+        attr.qp_state = QpState::Init;
+        REQUIRE(engine.modify_qp(qpn, attr, QpAttr::State | QpAttr::PkeyIndex | QpAttr::Port | QpAttr::AccessFlags) ==
+                0);
+        attr.qp_state = QpState::Rtr;
+        attr.dest_qp_num = dest;
+        attr.ah_attr.dgid = wire::Gid::from_ipv4(kSelf.ipv4);
+        attr.ah_attr.dmac = own;
+        attr.max_dest_rd_atomic = 1;
+        REQUIRE(engine.modify_qp(qpn, attr,
+                                 QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
+                                     QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer) == 0);
+        attr.qp_state = QpState::Rts;
+        attr.timeout = 14;
+        attr.retry_cnt = 7;
+        attr.rnr_retry = 7;
+        REQUIRE(engine.modify_qp(qpn, attr,
+                                 QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt | QpAttr::RnrRetry |
+                                     QpAttr::MaxQpRdAtomic) == 0);
+    }
+    const auto base = reinterpret_cast<uint64_t>(memory.data());
+    REQUIRE(engine.post_recv(b, RecvWr{1, {{base + 4096, 4096, mr.lkey}}}) == 0);
+    std::memcpy(memory.data(), "looped", 6);
+    SendWr wr;
+    wr.wr_id = 2;
+    wr.send_flags = SendFlag::Signaled;
+    wr.sg_list = {{base, 6, mr.lkey}};
+    REQUIRE(engine.post_send(a, wr) == 0);
+    std::vector<WorkCompletion> wcs;
+    for (uint64_t t = 1; t < 20 && wcs.size() < 2; ++t) {
+        dp.poll(t * 1000);
+        WorkCompletion out[4];
+        const int n = engine.poll_cq(cq, out);
+        wcs.insert(wcs.end(), out, out + n);
+    }
+    REQUIRE(wcs.size() == 2);
+    CHECK(wcs[0].status == WcStatus::Success);
+    CHECK(wcs[1].status == WcStatus::Success);
+    CHECK(std::memcmp(memory.data() + 4096, "looped", 6) == 0);
+    CHECK(dp.counters().loopback_frames >= 2);  // the SEND and its ACK
+    CHECK(io.sent().empty());
+    // Off-link addresses are not resolved (no routing).
+    wire::MacAddr far{};
+    CHECK(dp.resolve(0x0B000001, 0, far) == daemon::Neighbour::Unreachable);
 }

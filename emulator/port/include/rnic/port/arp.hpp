@@ -69,6 +69,13 @@ public:
     // out at once if none is in flight) or known to be unreachable.
     std::optional<wire::MacAddr> resolve(uint32_t ip, uint64_t now_ns, transport::FrameSink& sink);
 
+    // True while `ip` is held as unreachable after its requests went unanswered, so a caller
+    // waiting on resolve() can give up instead of waiting for the entry to be forgotten.
+    bool unreachable(uint32_t ip) const noexcept {
+        const auto it = cache_.find(ip);
+        return it != cache_.end() && it->second.state == State::Failed;
+    }
+
     // A frame for `ip` whose destination MAC is unknown: sent (MAC patched in) when `ip`
     // resolves, dropped and counted if it does not or the queue is full.
     void enqueue(uint32_t ip, std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink);

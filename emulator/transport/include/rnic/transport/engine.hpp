@@ -74,6 +74,11 @@ public:
     Result<uint32_t> alloc_pd();
     int dealloc_pd(uint32_t pd);
     Result<MrInfo> reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access);
+    // The same over 4 KiB pages that need not be contiguous in this process (the daemon maps a
+    // client's buffer as pieces of several shared segments); the region starts
+    // `first_page_offset` bytes into pages[0].
+    Result<MrInfo> reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
+                                uint64_t length, uint64_t iova, uint32_t access);
     int dereg_mr(uint32_t lkey);
     Result<uint32_t> create_cq(uint32_t cqe);
     int destroy_cq(uint32_t cq);
@@ -107,6 +112,15 @@ public:
     std::vector<std::pair<std::string_view, uint64_t>> cache_counters() const;
     const EngineConfig& config() const noexcept { return config_; }
     bool has_pending_work() const;
+    // Bumped by every completion pushed to any CQ: the host interface compares it with the
+    // value it last saw instead of polling every CQ each turn.
+    uint64_t completion_seq() const noexcept { return completion_seq_; }
+    bool has_async_events() const noexcept { return !events_.empty(); }
+    size_t qp_count() const noexcept { return qps_.size(); }
+    size_t cq_count() const noexcept { return cqs_.size(); }
+    size_t pd_count() const noexcept { return pds_.size(); }
+    size_t srq_count() const noexcept { return srqs_.size(); }
+    size_t ah_count() const noexcept { return ahs_.size(); }
 
 private:
     friend class Requester;
@@ -153,6 +167,7 @@ private:
     uint64_t now_ = 0;
     uint64_t busy_until_ = 0;     // processing time charged (cache misses) delays transmission
     DeviceCounters counters_;
+    uint64_t completion_seq_ = 0;
 };
 
 }  // namespace rnic::transport

@@ -194,7 +194,11 @@ struct StatusPage {
     std::atomic<uint64_t> loop_turns;     // liveness, for tools
 };
 
-struct HandleRequest {  // DeallocPd, DestroyCq, DestroySrq, DestroyAh, QuerySrq, DestroyCompChannel, DeregMr (lkey), ReleaseSegment
+// Bodies: AllocPd, CreateCompChannel and QueryPort requests have none; Stats takes StatsRequest.
+// Replies without a struct below (DeallocPd, ShareSegment, ModifyQp, Destroy*, ...) have none.
+// HandleRequest: DeallocPd, DestroyCq, DestroySrq, DestroyAh, QuerySrq, DestroyCompChannel,
+// DeregMr (lkey), ReleaseSegment (segment id), DestroyQp (qpn).
+struct HandleRequest {
     uint32_t handle;
     uint32_t reserved;
 };

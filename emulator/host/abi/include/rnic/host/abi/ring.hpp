@@ -30,7 +30,7 @@ struct RingHeader {
     // Set by the daemon when the object is in error (CQ overflow, QP in ERR): sticky.
     std::atomic<uint32_t> error;
     alignas(kCacheLine) uint32_t size;        // entries, a power of two; written once by the daemon
-    uint32_t entry_size;                      // bytes per entry (stride), a multiple of 16
+    uint32_t entry_size;                      // bytes per entry (stride): 16n; the async ring's is 8
     uint32_t entries_offset;                  // from the start of this header
     uint32_t reserved;
 };

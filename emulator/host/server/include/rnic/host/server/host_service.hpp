@@ -1,0 +1,86 @@
+// The daemon side of the host interface (docs/host_interface.md): the control server on a Unix
+// SOCK_SEQPACKET socket, one session per connection with its objects, the shared-memory rings,
+// and the data-path service rnicd's poll loop runs every turn (doorbells -> engine, engine
+// completions and events -> rings). Single-threaded: everything, Asio handlers included, runs on
+// the poll loop's thread.
+#pragma once
+
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rnic/host/abi/control.hpp"
+#include "rnic/transport/engine.hpp"
+#include "rnic/wire/headers.hpp"
+
+namespace rnic::host::server {
+
+enum class Resolution : uint8_t { Resolved, Pending, Unreachable };
+
+// Neighbour lookup for address vectors (ARP in rnicd): Resolved fills `mac`; Pending means ask
+// again on a later turn.
+using Resolver = std::function<Resolution(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac)>;
+// Counters of the parts the service does not own (datapath, ARP, ICMP), for the Stats op.
+using CounterSource = std::function<std::vector<std::pair<std::string, uint64_t>>()>;
+
+struct ServerConfig {
+    std::string name = "rnic0";
+    std::string run_dir;  // where <name>.sock lives; created if missing
+    wire::MacAddr mac{};
+    uint32_t ipv4 = 0;  // host order
+    uint8_t prefix_length = 24;
+    uint32_t ethernet_mtu = 1500;
+    uint32_t async_ring_entries = 256;
+};
+
+// The run directory rnicd uses without --run-dir: $RNIC_RUN_DIR, else /run/rnic.
+std::string default_run_dir();
+
+class HostService {
+public:
+    HostService(boost::asio::io_context& io, transport::Engine& engine, ServerConfig config, Resolver resolver,
+                CounterSource counters = {});
+    ~HostService();
+    HostService(const HostService&) = delete;
+    HostService& operator=(const HostService&) = delete;
+
+    // Creates the run directory and listens. Throws std::runtime_error (another live daemon on
+    // the socket, no permission, ...): a set-up failure.
+    void start();
+
+    // One data-path turn: new WQEs to the engine, engine completions to CQ rings (and their
+    // channels), engine async events to their sessions, deferred replies whose neighbour is now
+    // known. Returns how much work it found (0: nothing changed).
+    size_t poll(uint64_t now_ns);
+
+    // Runs ready control handlers without blocking.
+    void poll_control();
+
+    // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message or the
+    // kick eventfd, following the status page's sleeping protocol so no doorbell is lost.
+    void sleep(uint64_t max_ns);
+
+    // SIGTERM: shutting_down, IBV_EVENT_DEVICE_FATAL to every session, every QP to ERR with its
+    // flush completions delivered, sessions closed and reclaimed, socket file removed.
+    void shutdown(uint64_t now_ns);
+
+    std::string stats_json() const;
+    std::string socket_path() const;
+    size_t session_count() const;
+    const abi::StatusPage& status() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rnic::host::server

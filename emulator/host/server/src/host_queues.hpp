@@ -1,0 +1,73 @@
+// The daemon's view of a host CQ, QP and SRQ: their rings, the indices it owns, and the user
+// wr_ids it keeps while the engine works with ring indices instead.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "ring_memory.hpp"
+#include "rnic/host/abi/queue_entries.hpp"
+#include "rnic/host/abi/ring.hpp"
+#include "rnic/transport/verbs_types.hpp"
+#include "session.hpp"
+
+namespace rnic::host::server {
+
+struct WorkQueue {
+    abi::RingView ring;
+    uint32_t consumed = 0;  // next WQE to read; published as the ring's consumer
+    // The producer index the last scan saw: only a newer one is a doorbell that keeps the loop
+    // awake (WQEs the engine had no room for are retried each turn without it).
+    uint32_t seen = 0;
+    uint32_t max_sge = 0;
+    uint32_t max_inline = 0;
+    std::vector<uint64_t> wr_ids;  // the user's wr_id by index & mask (SQ and RQ)
+    bool broken = false;           // corrupt ring: never read again
+};
+
+struct HostCq {
+    uint32_t handle = 0;
+    Session* owner = nullptr;
+    SharedMemory memory;
+    abi::RingView ring;
+    uint32_t produced = 0;
+    uint32_t cqe = 0;
+    uint32_t channel = 0;
+    std::shared_ptr<Channel> channel_ref;
+    std::deque<abi::Cqe> local;  // completions the daemon itself made (rejected WQEs)
+    bool overflow_reported = false;
+};
+
+struct HostSrq {
+    uint32_t handle = 0;
+    uint32_t pd = 0;
+    Session* owner = nullptr;
+    SharedMemory memory;
+    WorkQueue wq;
+    // SRQ slots are free once consumed, while the engine may still hold the WQE: keyed by the
+    // free-running index, not the slot.
+    std::unordered_map<uint32_t, uint64_t> wr_ids;
+    uint32_t max_wr = 0;
+    uint32_t srq_limit = 0;
+};
+
+struct HostQp {
+    uint32_t qpn = 0;
+    Session* owner = nullptr;
+    transport::QpType type = transport::QpType::Rc;
+    transport::QpState state = transport::QpState::Reset;
+    uint32_t pd = 0;
+    uint32_t send_cq = 0;
+    uint32_t recv_cq = 0;
+    uint32_t srq = 0;
+    bool sq_sig_all = false;
+    abi::QpCaps init_cap{};
+    SharedMemory memory;
+    WorkQueue sq;
+    WorkQueue rq;
+};
+
+}  // namespace rnic::host::server

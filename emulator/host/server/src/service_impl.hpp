@@ -1,0 +1,126 @@
+// HostService's state, shared by the files that implement it by concern: control_server.cpp
+// (socket, messages, ops), session.cpp (events to a session, reclaiming one), host_queues.cpp
+// (the data path each turn), stats_json.cpp (the Stats op), host_service.cpp (loop glue, sleep).
+#pragma once
+
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <array>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "host_queues.hpp"
+#include "ring_memory.hpp"
+#include "rnic/host/server/host_service.hpp"
+#include "session.hpp"
+
+namespace rnic::host::server {
+
+struct ServiceCounters {
+    uint64_t sessions_opened = 0;
+    uint64_t sessions_closed = 0;
+    uint64_t sessions_refused = 0;
+    uint64_t control_messages = 0;
+    uint64_t control_errors = 0;    // malformed messages (the session was closed)
+    uint64_t deferred_replies = 0;  // waited for ARP
+    uint64_t wqes_posted = 0;
+    uint64_t wqes_rejected = 0;     // completed with IBV_WC_LOC_QP_OP_ERR by the daemon
+    uint64_t wqes_engine_full = 0;  // left in the ring for a later turn
+    uint64_t cqes_delivered = 0;
+    uint64_t cqes_dropped = 0;  // their QP was destroyed before delivery
+    uint64_t cq_events = 0;     // completion-channel notifications
+    uint64_t async_events = 0;
+    uint64_t async_events_dropped = 0;  // the session's async ring was full
+    uint64_t corrupt_rings = 0;
+    uint64_t kicks = 0;
+    uint64_t naps = 0;
+};
+
+struct HostService::Impl {
+    Impl(boost::asio::io_context& io, transport::Engine& engine, ServerConfig config, Resolver resolver,
+         CounterSource counters);
+    ~Impl();
+
+    boost::asio::io_context& io;
+    transport::Engine& engine;
+    ServerConfig config;
+    Resolver resolver;
+    CounterSource extra_counters;
+    std::string path;
+    uint32_t daemon_uid = 0;
+    uint32_t daemon_pid = 0;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_guard;
+    std::optional<boost::asio::posix::stream_descriptor> acceptor;  // the listening socket
+    bool listening = false;
+
+    SharedMemory status_memory;
+    abi::StatusPage* status = nullptr;
+    int kick_fd = -1;
+    std::optional<boost::asio::posix::stream_descriptor> kick;
+    bool kick_armed = false;
+    boost::asio::steady_timer nap_timer;
+    uint64_t nap_generation = 0;
+    bool nap_done = false;
+    bool woken = false;
+
+    std::map<uint32_t, std::shared_ptr<Session>> sessions;
+    uint32_t next_session = 1;
+    std::map<uint32_t, std::unique_ptr<HostCq>> cqs;
+    std::map<uint32_t, std::unique_ptr<HostQp>> qps;
+    std::map<uint32_t, std::unique_ptr<HostSrq>> srqs;
+
+    uint64_t now_ns = 0;
+    uint64_t seen_completion_seq = UINT64_MAX;
+    bool cq_backlog = false;  // some CQ ring was full while the engine held more
+    bool local_cqes = false;  // some HostCq::local is not empty
+    ServiceCounters counters;
+
+    alignas(16) std::array<uint8_t, abi::kMaxMessage + 1> rx_buffer{};
+    std::vector<transport::WorkCompletion> wc_scratch = std::vector<transport::WorkCompletion>(64);
+    transport::SendWr send_scratch;
+    transport::RecvWr recv_scratch;
+
+    // ---- control_server.cpp ----
+    void listen();
+    void accept_next();
+    void read_next(const std::shared_ptr<Session>& s);
+    void on_readable(const std::shared_ptr<Session>& s);
+    void dispatch(Session& s, const abi::MessageHeader& h, std::span<const uint8_t> body, std::vector<int>& fds);
+    bool reply(Session& s, const abi::MessageHeader& request, int result, std::span<const uint8_t> body = {},
+               std::span<const int> fds = {});
+    void reject(Session& s, const abi::MessageHeader& request, int result, const char* why);
+    void finish_deferred(Session& s, Resolution r, const wire::MacAddr& mac);
+
+    // ---- session.cpp ----
+    void close_session(Session& s, const char* why);
+    void push_async(Session& s, uint32_t type, uint32_t object);
+
+    // ---- host_queues.cpp ----
+    size_t scan_work_queues();
+    size_t deliver_completions();
+    size_t deliver_events();
+    size_t run_deferred();
+    bool doorbells_pending() const;
+    void qp_to_error(HostQp& qp);
+    void after_modify(HostQp& qp);
+    void stop_queue(HostQp& qp, WorkQueue& q, const char* which);
+
+    // ---- stats_json.cpp ----
+    std::string stats_json() const;
+
+    // ---- host_service.cpp ----
+    void arm_kick();
+    void sleep(uint64_t max_ns);
+};
+
+}  // namespace rnic::host::server

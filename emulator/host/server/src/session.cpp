@@ -1,0 +1,84 @@
+// A session's end: everything it owned goes, in dependency order, so the engine never holds a
+// reference into memory that is about to be unmapped (QPs and SRQs hold WQEs naming MRs; MRs
+// point into segments).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "service_impl.hpp"
+
+namespace rnic::host::server {
+
+Channel::~Channel() {
+    if (fd >= 0) close(fd);
+}
+
+void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
+    if (s.closed || !s.async_ring.valid()) return;
+    if (s.async_ring.free_slots(s.async_produced) == 0) {
+        ++s.async_dropped;
+        ++counters.async_events_dropped;
+        return;
+    }
+    const abi::AsyncEventEntry e{type, object};
+    std::memcpy(s.async_ring.entry(s.async_produced), &e, sizeof e);
+    s.async_ring.publish(++s.async_produced);
+    ++counters.async_events;
+    const uint64_t one = 1;
+    if (s.async_fd >= 0) (void)!write(s.async_fd, &one, sizeof one);
+}
+
+void HostService::Impl::close_session(Session& s, const char* why) {
+    if (s.closed) return;
+    s.closed = true;
+    boost::system::error_code ec;
+    s.socket.close(ec);
+    s.deferred.reset();
+
+    const size_t n_qps = s.qps.size(), n_srqs = s.srqs.size(), n_cqs = s.cqs.size(), n_ahs = s.ahs.size(),
+                 n_mrs = s.mrs.size(), n_segments = s.segments.size(), n_pds = s.pds.size(),
+                 n_channels = s.channels.size();
+    transport::QpAttributes err;
+    err.qp_state = transport::QpState::Err;
+    for (uint32_t qpn : s.qps) {
+        engine.modify_qp(qpn, err, transport::QpAttr::State);
+        engine.destroy_qp(qpn);
+        qps.erase(qpn);
+    }
+    for (uint32_t h : s.srqs) {
+        engine.destroy_srq(h);
+        srqs.erase(h);
+    }
+    for (uint32_t h : s.cqs) {
+        engine.destroy_cq(h);
+        cqs.erase(h);
+    }
+    for (const auto& [h, pd] : s.ahs) engine.destroy_ah(h);
+    for (const auto& [lkey, mr] : s.mrs) engine.dereg_mr(lkey);
+    s.mrs.clear();
+    s.segments.clear();  // the last references: munmap
+    for (uint32_t pd : s.pds) engine.dealloc_pd(pd);
+    s.channels.clear();
+    s.qps.clear();
+    s.srqs.clear();
+    s.cqs.clear();
+    s.ahs.clear();
+    s.pds.clear();
+    if (s.async_fd >= 0) close(s.async_fd);
+    s.async_fd = -1;
+    s.async_ring = {};
+    s.async_memory.reset();
+
+    ++counters.sessions_closed;
+    if (s.hello_done || n_qps + n_cqs + n_pds)
+        spdlog::info(
+            "session {} (pid {}) {}: reclaimed {} QPs, {} SRQs, {} CQs, {} AHs, {} MRs, {} segments, {} PDs, "
+            "{} channels",
+            s.id, s.pid, why, n_qps, n_srqs, n_cqs, n_ahs, n_mrs, n_segments, n_pds, n_channels);
+    else
+        spdlog::debug("session {} (pid {}) {}", s.id, s.pid, why);
+    sessions.erase(s.id);  // callers hold a shared_ptr while they still touch `s`
+}
+
+}  // namespace rnic::host::server

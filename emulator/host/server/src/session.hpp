@@ -1,0 +1,85 @@
+// One client connection and everything it created. Handles it may use are exactly the ones in
+// its own sets: anything else is EINVAL, as if it did not exist.
+#pragma once
+
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ring_memory.hpp"
+#include "rnic/host/abi/control.hpp"
+
+namespace rnic::host::server {
+
+// A client memfd mapped once; MRs hold it, so ReleaseSegment (or the session ending) unmaps it
+// only after the last MR over it is gone.
+struct Segment {
+    SharedMemory memory;
+};
+
+struct HostMr {
+    uint32_t lkey = 0;
+    uint32_t rkey = 0;
+    uint32_t pd = 0;
+    uint64_t length = 0;
+    std::vector<std::shared_ptr<Segment>> segments;
+};
+
+struct Channel {
+    explicit Channel(int f) : fd(f) {}
+    ~Channel();
+    Channel(const Channel&) = delete;
+    Channel& operator=(const Channel&) = delete;
+    int fd;
+};
+
+// A ModifyQp or CreateAh waiting for ARP: replied to from the poll loop once resolved.
+struct Deferred {
+    abi::MessageHeader header{};
+    std::vector<uint8_t> body;
+    uint32_t ipv4 = 0;
+    uint64_t since_ns = 0;
+};
+
+struct Session {
+    // Boost 1.74 has no local seq_packet protocol; Asio only waits for readability here and the
+    // messages (with their descriptors) go through recvmsg/sendmsg on the fd.
+    using Socket = boost::asio::posix::stream_descriptor;
+
+    Session(uint32_t session_id, Socket s) : id(session_id), socket(std::move(s)) {}
+
+    uint32_t id;
+    Socket socket;
+    uint32_t pid = 0;
+    uint32_t uid = 0;
+    bool hello_done = false;
+    bool closed = false;
+    bool reading = false;
+
+    int async_fd = -1;  // the client's eventfd, written after each async event
+    SharedMemory async_memory;
+    abi::RingView async_ring;
+    uint32_t async_produced = 0;
+    uint64_t async_dropped = 0;
+
+    std::set<uint32_t> pds;
+    std::map<uint32_t, HostMr> mrs;                         // by lkey
+    std::map<uint32_t, std::shared_ptr<Segment>> segments;  // by the client's segment id
+    std::map<uint32_t, std::shared_ptr<Channel>> channels;
+    uint32_t next_channel = 1;
+    std::set<uint32_t> cqs, srqs, qps;
+    std::map<uint32_t, uint32_t> ahs;  // handle -> pd
+    std::optional<Deferred> deferred;
+};
+
+}  // namespace rnic::host::server

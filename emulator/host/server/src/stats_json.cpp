@@ -1,0 +1,116 @@
+// The Stats op's reply: one JSON document rnicctl prints (schema in docs/host_interface.md).
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "service_impl.hpp"
+
+namespace rnic::host::server {
+namespace {
+
+namespace tp = rnic::transport;
+
+std::string mac_text(const wire::MacAddr& m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return buf;
+}
+
+std::string_view short_name(std::string_view name, std::string_view prefix) {
+    return name.substr(0, prefix.size()) == prefix ? name.substr(prefix.size()) : name;
+}
+
+}  // namespace
+
+std::string HostService::Impl::stats_json() const {
+    using nlohmann::json;
+    json doc;
+    const tp::PortAttributes port = engine.query_port();
+    json gids = json::array();
+    for (size_t i = 0; i < engine.gids().size(); ++i)
+        gids.push_back({{"index", i}, {"gid", engine.gids()[i].to_string()}, {"type", "RoCE v2"}});
+    doc["device"] = {
+        {"name", config.name},
+        {"pid", daemon_pid},
+        {"mac", mac_text(config.mac)},
+        {"ipv4", wire::ipv4_to_string(config.ipv4) + "/" + std::to_string(config.prefix_length)},
+        {"port_state", port.active ? "ACTIVE" : "DOWN"},
+        {"active_mtu", tp::mtu_bytes(port.active_mtu)},
+        {"max_mtu", tp::mtu_bytes(port.max_mtu)},
+        {"ethernet_mtu", config.ethernet_mtu},
+        {"gids", gids},
+        {"socket", path},
+    };
+
+    json counters_doc = json::object();
+    for (const auto& [name, v] : engine.device_counters().list()) counters_doc[std::string(name)] = v;
+    for (const auto& [name, v] : engine.total_qp_counters().list()) counters_doc[std::string(name)] = v;
+    const ServiceCounters& c = counters;
+    const std::pair<const char*, uint64_t> own[] = {
+        {"host_sessions_opened", c.sessions_opened},
+        {"host_sessions_closed", c.sessions_closed},
+        {"host_sessions_refused", c.sessions_refused},
+        {"host_control_messages", c.control_messages},
+        {"host_control_errors", c.control_errors},
+        {"host_deferred_replies", c.deferred_replies},
+        {"host_wqes_posted", c.wqes_posted},
+        {"host_wqes_rejected", c.wqes_rejected},
+        {"host_wqes_engine_full", c.wqes_engine_full},
+        {"host_cqes_delivered", c.cqes_delivered},
+        {"host_cqes_dropped", c.cqes_dropped},
+        {"host_cq_events", c.cq_events},
+        {"host_async_events", c.async_events},
+        {"host_async_events_dropped", c.async_events_dropped},
+        {"host_corrupt_rings", c.corrupt_rings},
+        {"host_kicks", c.kicks},
+        {"host_naps", c.naps},
+    };
+    for (const auto& [name, v] : own) counters_doc[name] = v;
+    if (extra_counters)
+        for (const auto& [name, v] : extra_counters()) counters_doc[name] = v;
+    doc["counters"] = counters_doc;
+
+    json caches = json::object();
+    for (const auto& [name, v] : engine.cache_counters()) caches[std::string(name)] = v;
+    doc["caches"] = caches;
+
+    json sessions_doc = json::array();
+    for (const auto& [id, s] : sessions)
+        sessions_doc.push_back({{"id", s->id},
+                                {"pid", s->pid},
+                                {"uid", s->uid},
+                                {"pds", s->pds.size()},
+                                {"mrs", s->mrs.size()},
+                                {"cqs", s->cqs.size()},
+                                {"qps", s->qps.size()},
+                                {"srqs", s->srqs.size()},
+                                {"ahs", s->ahs.size()},
+                                {"segments", s->segments.size()}});
+    doc["sessions"] = sessions_doc;
+
+    json qps_doc = json::array();
+    for (const auto& [qpn, qp] : qps) {
+        tp::QpAttributes a{};
+        if (engine.query_qp(qpn, a) != 0) continue;
+        json qc = json::object();
+        if (const tp::QpCounters* pc = engine.qp_counters(qpn))
+            for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
+        qps_doc.push_back({{"qpn", qpn},
+                           {"type", short_name(tp::qp_type_name(qp->type), "IBV_QPT_")},
+                           {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
+                           {"session", qp->owner->id},
+                           {"pid", qp->owner->pid},
+                           {"sq_psn", a.sq_psn},
+                           {"rq_psn", a.rq_psn},
+                           {"dest_qpn", a.dest_qp_num},
+                           {"path_mtu", tp::mtu_bytes(a.path_mtu)},
+                           {"counters", qc}});
+    }
+    doc["qps"] = qps_doc;
+    doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
+                                   spdlog::level::to_string_view(spdlog::get_level()).size());
+    return doc.dump();
+}
+
+}  // namespace rnic::host::server

@@ -1,0 +1,190 @@
+#include "raw_client.hpp"
+
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace rnic::host::test {
+
+Reply::~Reply() {
+    for (int fd : fds)
+        if (fd >= 0) close(fd);
+}
+
+RawClient::RawClient(const std::string& path) {
+    fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.c_str(), path.size());
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) throw std::runtime_error("connect " + path);
+}
+
+RawClient::~RawClient() {
+    close_now();
+}
+
+void RawClient::close_now() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+}
+
+void RawClient::send_raw(const void* data, size_t length, const std::vector<int>& fds) {
+    iovec iov{const_cast<void*>(data), length};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)]{};
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    REQUIRE(sendmsg(fd_, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(length));
+}
+
+uint32_t RawClient::send(abi::Op op, const void* body, size_t length, const std::vector<int>& fds) {
+    std::vector<uint8_t> buf(sizeof(abi::MessageHeader) + length);
+    abi::MessageHeader h{
+        abi::kMagic, abi::kAbiVersion, static_cast<uint16_t>(op), seq_++, static_cast<uint32_t>(buf.size()), 0, 0};
+    std::memcpy(buf.data(), &h, sizeof h);
+    if (length) std::memcpy(buf.data() + sizeof h, body, length);
+    send_raw(buf.data(), buf.size(), fds);
+    return h.seq;
+}
+
+std::optional<Reply> RawClient::try_receive() {
+    std::vector<uint8_t> buf(abi::kMaxMessage);
+    iovec iov{buf.data(), buf.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) return std::nullopt;
+    Reply r;
+    if (n == 0) {
+        r.eof = true;
+        return r;
+    }
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            r.fds.push_back(fd);
+        }
+    REQUIRE(static_cast<size_t>(n) >= sizeof r.header);
+    std::memcpy(&r.header, buf.data(), sizeof r.header);
+    r.body.assign(buf.begin() + sizeof r.header, buf.begin() + n);
+    return r;
+}
+
+transport::EngineConfig rig_engine_config() {
+    transport::EngineConfig ec;
+    ec.mac = port::test::kSelf.mac;
+    ec.gids = {wire::Gid::from_ipv4(port::test::kSelf.ipv4)};
+    return ec;
+}
+
+Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nullptr) {
+    char tmpl[] = "/tmp/rnic-host-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    server::ServerConfig sc;
+    sc.name = "rnictest";
+    sc.run_dir = dir + "/run";
+    sc.mac = port::test::kSelf.mac;
+    sc.ipv4 = port::test::kSelf.ipv4;
+    sc.prefix_length = 24;
+    auto resolver = [this](uint32_t ip, uint64_t t, wire::MacAddr& mac) {
+        switch (dp.resolve(ip, t, mac)) {
+            case daemon::Neighbour::Resolved:
+                return server::Resolution::Resolved;
+            case daemon::Neighbour::Pending:
+                return server::Resolution::Pending;
+            case daemon::Neighbour::Unreachable:
+                break;
+        }
+        return server::Resolution::Unreachable;
+    };
+    host = std::make_unique<server::HostService>(io, engine, sc, resolver, [this] { return dp.counter_list(); });
+    host->start();
+    dp.start(now);
+    port.sent().clear();
+}
+
+Rig::~Rig() {
+    host.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+}
+
+void Rig::turn(uint64_t advance_ns) {
+    now += advance_ns;
+    host->poll(now);
+    dp.poll(now);
+    host->poll_control();
+}
+
+Reply Rig::wait_reply(RawClient& c, int max_turns) {
+    for (int i = 0; i < max_turns; ++i) {
+        turn();
+        if (auto r = c.try_receive()) return std::move(*r);
+    }
+    FAIL("no reply from the daemon");
+    return Reply{};
+}
+
+Reply Rig::call(RawClient& c, abi::Op op, const void* body, size_t length, const std::vector<int>& fds) {
+    const uint32_t seq = c.send(op, body, length, fds);
+    Reply r = wait_reply(c);
+    if (!r.eof) {
+        CHECK(r.header.seq == seq);
+        CHECK(r.header.op == static_cast<uint16_t>(op));
+    }
+    return r;
+}
+
+Reply Rig::hello(RawClient& c) {
+    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
+    Reply r = call(c, abi::Op::Hello, req, {efd});
+    close(efd);
+    return r;
+}
+
+SharedBuffer::SharedBuffer(size_t bytes) : size(bytes) {
+    fd = memfd_create("test-buffer", MFD_CLOEXEC);
+    REQUIRE(ftruncate(fd, static_cast<off_t>(bytes)) == 0);
+    data = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    REQUIRE(data != MAP_FAILED);
+}
+
+SharedBuffer::~SharedBuffer() {
+    munmap(data, size);
+    close(fd);
+}
+
+Mapping::Mapping(int fd, size_t bytes, bool writable) : size(bytes) {
+    void* p = mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    REQUIRE(p != MAP_FAILED);
+    data = static_cast<uint8_t*>(p);
+}
+
+Mapping::~Mapping() {
+    munmap(data, size);
+}
+
+}  // namespace rnic::host::test

@@ -1,0 +1,113 @@
+// A hand-written client for the control protocol (plain sendmsg/recvmsg) and a rig that runs
+// rnicd's pieces in-process: FakePort, engine, datapath (ARP, loopback) and the host service.
+#pragma once
+
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "datapath.hpp"
+#include "frames.hpp"
+#include "rnic/host/abi/control.hpp"
+#include "rnic/host/abi/queue_entries.hpp"
+#include "rnic/host/abi/ring.hpp"
+#include "rnic/host/server/host_service.hpp"
+#include "rnic/port/fake_port.hpp"
+
+namespace rnic::host::test {
+
+struct Reply {
+    abi::MessageHeader header{};
+    std::vector<uint8_t> body;
+    std::vector<int> fds;
+    bool eof = false;
+    template <class T>
+    T as() const {
+        T v{};
+        std::memcpy(&v, body.data(), std::min(sizeof v, body.size()));
+        return v;
+    }
+    ~Reply();
+    Reply() = default;
+    Reply(Reply&& o) noexcept : header(o.header), body(std::move(o.body)), fds(std::move(o.fds)), eof(o.eof) {}
+    Reply& operator=(Reply&& o) noexcept {
+        std::swap(header, o.header);
+        std::swap(body, o.body);
+        std::swap(fds, o.fds);
+        std::swap(eof, o.eof);
+        return *this;
+    }
+    int take_fd(size_t i) {
+        const int fd = fds.at(i);
+        fds.at(i) = -1;
+        return fd;
+    }
+};
+
+class RawClient {
+public:
+    explicit RawClient(const std::string& path);
+    ~RawClient();
+    void send_raw(const void* data, size_t length, const std::vector<int>& fds = {});
+    uint32_t send(abi::Op op, const void* body, size_t length, const std::vector<int>& fds = {});
+    std::optional<Reply> try_receive();
+    int fd() const { return fd_; }
+    void close_now();
+
+private:
+    int fd_ = -1;
+    uint32_t seq_ = 1;
+};
+
+// Every piece of rnicd but DPDK, with a clock the test moves.
+struct Rig {
+    Rig();
+    ~Rig();
+    void turn(uint64_t advance_ns = 1000);
+    // Sends a request and turns the loop until its reply (or EOF) arrives.
+    Reply call(RawClient& c, abi::Op op, const void* body, size_t length, const std::vector<int>& fds = {});
+    template <class T>
+    Reply call(RawClient& c, abi::Op op, const T& body, const std::vector<int>& fds = {}) {
+        return call(c, op, &body, sizeof body, fds);
+    }
+    Reply wait_reply(RawClient& c, int max_turns = 2000);
+    Reply hello(RawClient& c);
+
+    std::string dir;
+    port::FakePort port{port::test::kSelf.mac};
+    transport::Engine engine;
+    daemon::Datapath dp;
+    boost::asio::io_context io;
+    std::unique_ptr<server::HostService> host;
+    uint64_t now = 1'000'000'000;
+};
+
+transport::EngineConfig rig_engine_config();
+
+// Memory shared the way the client library does it: a memfd the test maps (its "address") and
+// sends to the daemon.
+struct SharedBuffer {
+    explicit SharedBuffer(size_t bytes);
+    ~SharedBuffer();
+    int fd = -1;
+    uint8_t* data = nullptr;
+    size_t size = 0;
+};
+
+// A mapping of a ring memfd the daemon returned.
+struct Mapping {
+    Mapping(int fd, size_t bytes, bool writable = true);
+    ~Mapping();
+    uint8_t* data = nullptr;
+    size_t size = 0;
+};
+
+}  // namespace rnic::host::test

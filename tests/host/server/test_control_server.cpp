@@ -1,0 +1,367 @@
+// The control protocol: Hello, strict message checks, per-session handles, reclaiming on
+// disconnect, Stats and SetLogLevel, and the socket file's life.
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "raw_client.hpp"
+
+using namespace rnic;
+using namespace rnic::host;
+using namespace rnic::host::test;
+using abi::Op;
+
+namespace {
+
+uint32_t alloc_pd(Rig& rig, RawClient& c) {
+    Reply r = rig.call(c, Op::AllocPd, nullptr, 0);
+    REQUIRE(r.header.status == 0);
+    return r.as<abi::HandleReply>().handle;
+}
+
+void expect_closed_with(Rig& rig, RawClient& c, const Reply& r, int status) {
+    REQUIRE_FALSE(r.eof);
+    CHECK(r.header.status == status);
+    CHECK(r.body.empty());
+    Reply next = rig.wait_reply(c);
+    CHECK(next.eof);
+}
+
+}  // namespace
+
+TEST_CASE("Hello returns the device, the status page, the kick eventfd and the async ring") {
+    Rig rig;
+    REQUIRE(std::filesystem::exists(rig.host->socket_path()));
+    RawClient c(rig.host->socket_path());
+    Reply r = rig.hello(c);
+    REQUIRE(r.header.status == 0);
+    REQUIRE(r.body.size() == sizeof(abi::HelloReply));
+    REQUIRE(r.fds.size() == 3);
+    const auto hello = std::make_unique<abi::HelloReply>(r.as<abi::HelloReply>());
+    CHECK(std::string(hello->device_name) == "rnictest");
+    CHECK(hello->gid_count == 1);
+    CHECK(std::memcmp(hello->gids[0], wire::Gid::from_ipv4(port::test::kSelf.ipv4).raw.data(), 16) == 0);
+    CHECK(std::memcmp(hello->mac, port::test::kSelf.mac.data(), 6) == 0);
+    CHECK(hello->port.state == 4);
+    CHECK(hello->port.link_layer == 2);
+    CHECK(hello->device.max_qp > 0);
+    CHECK(abi::is_power_of_two(hello->async_ring_size));
+
+    // The status page maps read-only and counts loop turns.
+    Mapping status(r.fds[0], hello->status_page_size, false);
+    const auto* page = reinterpret_cast<const abi::StatusPage*>(status.data);
+    const uint64_t before = page->loop_turns.load();
+    rig.turn();
+    CHECK(page->loop_turns.load() == before + 1);
+    CHECK(page->sleeping.load() == 0);
+    CHECK(page->shutting_down.load() == 0);
+    // The async ring's header is initialised by the daemon.
+    Mapping async(r.fds[2], abi::ring_bytes(hello->async_ring_size, sizeof(abi::AsyncEventEntry)));
+    const auto* h = reinterpret_cast<const abi::RingHeader*>(async.data);
+    CHECK(h->size == hello->async_ring_size);
+    CHECK(h->entry_size == sizeof(abi::AsyncEventEntry));
+    CHECK(h->entries_offset == sizeof(abi::RingHeader));
+    CHECK(rig.host->session_count() == 1);
+}
+
+TEST_CASE("malformed messages are answered with an errno and the connection is closed") {
+    Rig rig;
+    SECTION("bad magic") {
+        RawClient c(rig.host->socket_path());
+        abi::MessageHeader h{0x12345678, abi::kAbiVersion, uint16_t(Op::AllocPd), 1, sizeof(abi::MessageHeader), 0, 0};
+        c.send_raw(&h, sizeof h);
+        expect_closed_with(rig, c, rig.wait_reply(c), EPROTO);
+    }
+    SECTION("wrong ABI version") {
+        RawClient c(rig.host->socket_path());
+        abi::MessageHeader h{abi::kMagic, 99, uint16_t(Op::AllocPd), 1, sizeof(abi::MessageHeader), 0, 0};
+        c.send_raw(&h, sizeof h);
+        expect_closed_with(rig, c, rig.wait_reply(c), EPROTO);
+    }
+    SECTION("shorter than a header") {
+        RawClient c(rig.host->socket_path());
+        const uint8_t junk[10] = {};
+        c.send_raw(junk, sizeof junk);
+        expect_closed_with(rig, c, rig.wait_reply(c), EPROTO);
+    }
+    SECTION("length field disagrees with the message") {
+        RawClient c(rig.host->socket_path());
+        abi::MessageHeader h{abi::kMagic, abi::kAbiVersion, uint16_t(Op::AllocPd), 1, 1000, 0, 0};
+        c.send_raw(&h, sizeof h);
+        expect_closed_with(rig, c, rig.wait_reply(c), EPROTO);
+    }
+    SECTION("unknown op") {
+        RawClient c(rig.host->socket_path());
+        REQUIRE(rig.hello(c).header.status == 0);
+        c.send(static_cast<Op>(99), nullptr, 0);
+        expect_closed_with(rig, c, rig.wait_reply(c), EINVAL);
+    }
+    SECTION("a body of the wrong size") {
+        RawClient c(rig.host->socket_path());
+        REQUIRE(rig.hello(c).header.status == 0);
+        const uint32_t extra = 7;
+        expect_closed_with(rig, c, rig.call(c, Op::AllocPd, extra), EINVAL);
+    }
+    SECTION("an op before Hello") {
+        RawClient c(rig.host->socket_path());
+        expect_closed_with(rig, c, rig.call(c, Op::AllocPd, nullptr, 0), EPROTO);
+    }
+    SECTION("Hello without its eventfd") {
+        RawClient c(rig.host->socket_path());
+        abi::HelloRequest req{1, 0};
+        expect_closed_with(rig, c, rig.call(c, Op::Hello, req), EINVAL);
+    }
+    SECTION("Hello with something else than an eventfd") {
+        RawClient c(rig.host->socket_path());
+        int p[2];
+        REQUIRE(pipe(p) == 0);
+        abi::HelloRequest req{1, 0};
+        Reply r = rig.call(c, Op::Hello, req, {p[1]});
+        close(p[0]);
+        close(p[1]);
+        expect_closed_with(rig, c, r, EINVAL);
+    }
+    SECTION("RegMr whose run count does not match its length") {
+        RawClient c(rig.host->socket_path());
+        REQUIRE(rig.hello(c).header.status == 0);
+        abi::RegMrRequest req{};
+        req.pd = alloc_pd(rig, c);
+        req.length = 4096;
+        req.run_count = 3;  // none follow
+        expect_closed_with(rig, c, rig.call(c, Op::RegMr, req), EINVAL);
+    }
+    // The daemon keeps serving others.
+    RawClient other(rig.host->socket_path());
+    CHECK(rig.hello(other).header.status == 0);
+    CHECK(rig.host->session_count() == 1);
+}
+
+TEST_CASE("another session's handles are EINVAL, as if they did not exist") {
+    Rig rig;
+    RawClient a(rig.host->socket_path());
+    RawClient b(rig.host->socket_path());
+    REQUIRE(rig.hello(a).header.status == 0);
+    REQUIRE(rig.hello(b).header.status == 0);
+    const uint32_t pd = alloc_pd(rig, a);
+    Reply cq = rig.call(a, Op::CreateCq, abi::CreateCqRequest{8, 0, 0, 0});
+    REQUIRE(cq.header.status == 0);
+    const uint32_t cq_handle = cq.as<abi::CreateCqReply>().handle;
+    abi::CreateQpRequest qreq{};
+    qreq.qp_type = 2;
+    qreq.pd = pd;
+    qreq.send_cq = qreq.recv_cq = cq_handle;
+    qreq.cap = {4, 4, 1, 1, 0};
+    Reply qp = rig.call(a, Op::CreateQp, qreq);
+    REQUIRE(qp.header.status == 0);
+    const uint32_t qpn = qp.as<abi::CreateQpReply>().qpn;
+
+    CHECK(rig.call(b, Op::DeallocPd, abi::HandleRequest{pd, 0}).header.status == EINVAL);
+    CHECK(rig.call(b, Op::DestroyCq, abi::HandleRequest{cq_handle, 0}).header.status == EINVAL);
+    CHECK(rig.call(b, Op::CreateQp, qreq).header.status == EINVAL);  // a's PD and CQ
+    abi::ModifyQpRequest m{};
+    m.qpn = qpn;
+    m.attr_mask = 1;
+    m.attr.qp_state = 6;
+    CHECK(rig.call(b, Op::ModifyQp, m).header.status == EINVAL);
+    CHECK(rig.call(b, Op::QueryQp, abi::QueryQpRequest{qpn, 0}).header.status == EINVAL);
+    CHECK(rig.call(b, Op::DestroyQp, abi::HandleRequest{qpn, 0}).header.status == EINVAL);
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    CHECK(rig.call(b, Op::CreateCompChannel, nullptr, 0, {p[1]}).header.status == EINVAL);  // not an eventfd
+    close(p[0]);
+    close(p[1]);
+    // An ordinary error does not close the session, and the owner still may.
+    CHECK(rig.call(b, Op::QueryPort, nullptr, 0).header.status == 0);
+    CHECK(rig.call(a, Op::QueryQp, abi::QueryQpRequest{qpn, 0}).header.status == 0);
+    CHECK(rig.call(a, Op::DestroyCq, abi::HandleRequest{cq_handle, 0}).header.status == EBUSY);
+    CHECK(rig.call(a, Op::DestroyQp, abi::HandleRequest{qpn, 0}).header.status == 0);
+    CHECK(rig.call(a, Op::DestroyCq, abi::HandleRequest{cq_handle, 0}).header.status == 0);
+    CHECK(rig.call(a, Op::DeallocPd, abi::HandleRequest{pd, 0}).header.status == 0);
+}
+
+TEST_CASE("a disconnect reclaims everything the session owned") {
+    Rig rig;
+    auto c = std::make_unique<RawClient>(rig.host->socket_path());
+    REQUIRE(rig.hello(*c).header.status == 0);
+    const uint32_t pd = alloc_pd(rig, *c);
+    SharedBuffer buf(3 * 4096);
+    REQUIRE(rig.call(*c, Op::ShareSegment, abi::ShareSegmentRequest{1, 0, buf.size}, {buf.fd}).header.status == 0);
+    struct {
+        abi::RegMrRequest req;
+        abi::SegmentRun run;
+    } mr{};
+    mr.req = {pd,  1, reinterpret_cast<uint64_t>(buf.data) + 100, 5000, reinterpret_cast<uint64_t>(buf.data) + 100,
+              100, 1};
+    mr.run = {1, 0, 0, 8192};
+    Reply reg = rig.call(*c, Op::RegMr, mr);
+    REQUIRE(reg.header.status == 0);
+    CHECK(rig.call(*c, Op::ReleaseSegment, abi::HandleRequest{1, 0}).header.status == 0);  // the MR keeps it
+    const int chan_fd = eventfd(0, EFD_CLOEXEC);
+    Reply ch = rig.call(*c, Op::CreateCompChannel, nullptr, 0, {chan_fd});
+    close(chan_fd);
+    REQUIRE(ch.header.status == 0);
+    Reply cq = rig.call(*c, Op::CreateCq, abi::CreateCqRequest{16, ch.as<abi::HandleReply>().handle, 0, 0});
+    REQUIRE(cq.header.status == 0);
+    const uint32_t cqh = cq.as<abi::CreateCqReply>().handle;
+    Reply srq = rig.call(*c, Op::CreateSrq, abi::CreateSrqRequest{pd, 16, 1, 0});
+    REQUIRE(srq.header.status == 0);
+    abi::CreateQpRequest q{};
+    q.qp_type = 2;
+    q.pd = pd;
+    q.send_cq = q.recv_cq = cqh;
+    q.srq = srq.as<abi::CreateSrqReply>().handle;
+    q.cap = {8, 0, 1, 0, 0};
+    REQUIRE(rig.call(*c, Op::CreateQp, q).header.status == 0);
+    q.qp_type = 4;
+    q.srq = 0;
+    q.cap = {8, 8, 1, 1, 0};
+    REQUIRE(rig.call(*c, Op::CreateQp, q).header.status == 0);
+    abi::CreateAhRequest ah{};
+    ah.pd = pd;
+    std::memcpy(ah.av.dgid, wire::Gid::from_ipv4(port::test::kSelf.ipv4).raw.data(), 16);
+    REQUIRE(rig.call(*c, Op::CreateAh, ah).header.status == 0);
+
+    CHECK(rig.engine.qp_count() == 2);
+    const auto before = nlohmann::json::parse(rig.host->stats_json());
+    REQUIRE(before["sessions"].size() == 1);
+    CHECK(before["sessions"][0]["qps"] == 2);
+    CHECK(before["sessions"][0]["mrs"] == 1);
+    CHECK(before["qps"].size() == 2);
+
+    c->close_now();
+    for (int i = 0; i < 50 && rig.host->session_count() > 0; ++i) rig.turn();
+    CHECK(rig.host->session_count() == 0);
+    CHECK(rig.engine.qp_count() == 0);
+    CHECK(rig.engine.cq_count() == 0);
+    CHECK(rig.engine.srq_count() == 0);
+    CHECK(rig.engine.ah_count() == 0);
+    CHECK(rig.engine.pd_count() == 0);
+    const auto after = nlohmann::json::parse(rig.host->stats_json());
+    CHECK(after["sessions"].empty());
+    CHECK(after["qps"].empty());
+    CHECK(after["counters"]["host_sessions_closed"] == 1);
+}
+
+TEST_CASE("Stats is JSON in rnicctl's schema; SetLogLevel takes spdlog's names only") {
+    Rig rig;
+    RawClient c(rig.host->socket_path());
+    REQUIRE(rig.hello(c).header.status == 0);
+    Reply r = rig.call(c, Op::Stats, abi::StatsRequest{0, 0});
+    REQUIRE(r.header.status == 0);
+    const auto j = nlohmann::json::parse(std::string(r.body.begin(), r.body.end()));
+    CHECK(j["device"]["name"] == "rnictest");
+    CHECK(j["device"]["ipv4"] == "10.77.0.1/24");
+    CHECK(j["device"]["mac"] == "02:00:00:00:00:01");
+    CHECK(j["device"]["port_state"] == "ACTIVE");
+    CHECK(j["device"]["active_mtu"] == 4096);
+    CHECK(j["device"]["gids"][0]["gid"] == "::ffff:10.77.0.1");
+    CHECK(j["device"]["gids"][0]["type"] == "RoCE v2");
+    CHECK(j["counters"].contains("rx_icrc_errors"));
+    CHECK(j["counters"].contains("retransmits"));
+    CHECK(j["counters"].contains("arp_requests_sent"));
+    CHECK(j["counters"].contains("icmp_echo_requests"));
+    CHECK(j["caches"].contains("mtt_cache_misses"));
+    REQUIRE(j["sessions"].size() == 1);
+    CHECK(j["sessions"][0]["pid"] == static_cast<uint32_t>(getpid()));
+    CHECK(j["log_level"].is_string());
+
+    const auto old_level = spdlog::get_level();
+    abi::SetLogLevelRequest bad{};
+    std::strcpy(bad.level, "loud");
+    CHECK(rig.call(c, Op::SetLogLevel, bad).header.status == EINVAL);
+    abi::SetLogLevelRequest good{};
+    std::strcpy(good.level, "debug");
+    CHECK(rig.call(c, Op::SetLogLevel, good).header.status == 0);
+    CHECK(spdlog::get_level() == spdlog::level::debug);
+    spdlog::set_level(old_level);
+}
+
+TEST_CASE("the socket file: a live daemon is not replaced, a stale file is") {
+    Rig rig;
+    boost::asio::io_context io2;
+    server::ServerConfig sc;
+    sc.name = "rnictest";
+    sc.run_dir = rig.dir + "/run";
+    {
+        server::HostService second(io2, rig.engine, sc, {});
+        CHECK_THROWS_WITH(second.start(), Catch::Contains("another rnicd"));
+    }
+    CHECK(std::filesystem::exists(rig.host->socket_path()));
+    // A socket nobody listens on any more (a crashed daemon) is removed and replaced.
+    sc.name = "stale";
+    const std::string stale = sc.run_dir + "/stale.sock";
+    {
+        const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::memcpy(sa.sun_path, stale.c_str(), stale.size());
+        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+        close(fd);
+    }
+    {
+        server::HostService third(io2, rig.engine, sc, {});
+        third.start();
+        RawClient c(stale);
+        CHECK(c.fd() >= 0);
+    }
+    CHECK_FALSE(std::filesystem::exists(stale));
+}
+
+TEST_CASE("a peer that is neither root nor the daemon's uid gets EACCES on Hello") {
+    Rig rig;
+    // The socket and its directories are root's; let the other uid reach the Hello check.
+    chmod(rig.dir.c_str(), 0755);
+    chmod((rig.dir + "/run").c_str(), 0755);
+    chmod(rig.host->socket_path().c_str(), 0777);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (setuid(65534) != 0) _exit(2);
+        const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::memcpy(sa.sun_path, rig.host->socket_path().c_str(), rig.host->socket_path().size());
+        if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) _exit(3);
+        const int efd = eventfd(0, 0);
+        struct {
+            abi::MessageHeader h;
+            abi::HelloRequest b;
+        } m{{abi::kMagic, abi::kAbiVersion, uint16_t(Op::Hello), 1, sizeof m, 0, 0}, {0, 0}};
+        iovec iov{&m, sizeof m};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &efd, sizeof efd);
+        if (sendmsg(fd, &msg, 0) != sizeof m) _exit(4);
+        abi::MessageHeader r{};
+        if (recv(fd, &r, sizeof r, 0) != sizeof r) _exit(5);
+        char more;
+        const bool closed = recv(fd, &more, 1, 0) == 0;
+        _exit(r.status == EACCES && closed ? 0 : 6);
+    }
+    int status = -1;
+    for (int i = 0; i < 20000 && waitpid(child, &status, WNOHANG) == 0; ++i) {
+        rig.turn();
+        usleep(100);
+    }
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(rig.host->session_count() == 0);
+    CHECK(nlohmann::json::parse(rig.host->stats_json())["counters"]["host_sessions_refused"] == 1);
+}
