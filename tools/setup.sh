@@ -11,6 +11,7 @@ packages=(
   tshark python3 python3-scapy
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
   iproute2 nftables iputils-ping iperf3 sockperf
+  perftest ibverbs-utils rdmacm-utils
 )
 
 missing=()

@@ -147,7 +147,7 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("port_tx_no_buffer", ps.tx_no_buffer);
     put("port_tx_dropped", ps.tx_dropped);
     for (size_t i = 0; i < port::kFrameClassCount; ++i)
-        put("rx_" + std::string(port::to_string(static_cast<port::FrameClass>(i))), counters_.rx_by_class[i]);
+        put("port_rx_" + std::string(port::to_string(static_cast<port::FrameClass>(i))), counters_.rx_by_class[i]);
     put("roce_rx", counters_.roce_rx);
     put("roce_tx", counters_.roce_tx);
     put("captured", counters_.captured);

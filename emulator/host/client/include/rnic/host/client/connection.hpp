@@ -1,0 +1,148 @@
+// One application's connection to one rnicd device: the control path (request/reply over the
+// device's SOCK_SEQPACKET socket, descriptors by SCM_RIGHTS) and the verbs built on it, plus the
+// data path over the shared rings. Every method mirrors an ibv_* verb and its errno values; a
+// vanished daemon makes the connection dead: verbs fail with EIO, IBV_EVENT_DEVICE_FATAL is
+// delivered locally and poll_cq flushes every outstanding WQE.
+//
+// Threading: control verbs may be called from any thread (one request at a time on the socket).
+// post_send/post_recv serialise per queue, poll_cq per CQ, as rdma-core providers do. Objects
+// must not be destroyed while another thread uses them (ibv's rule too).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rnic/host/abi/control.hpp"
+#include "rnic/host/client/objects.hpp"
+#include "rnic/host/client/result.hpp"
+
+namespace rnic::host::client {
+
+// $RNIC_RUN_DIR, else /run/rnic.
+std::string default_run_dir();
+
+// Device names (the *.sock files) in `run_dir`, sorted. ENOENT when the directory is missing.
+Result<std::vector<std::string>> list_devices(const std::string& run_dir);
+
+class Connection {
+public:
+    // Connects to run_dir/<device>.sock and says Hello. ENOENT/ECONNREFUSED when no daemon runs.
+    static Result<std::unique_ptr<Connection>> open(const std::string& device, const std::string& run_dir = {});
+    // Says Hello over an already connected SOCK_SEQPACKET socket (taken over), for tests.
+    static Result<std::unique_ptr<Connection>> adopt(int socket_fd);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    const abi::HelloReply& hello() const noexcept { return hello_; }
+    const std::string& device_name() const noexcept { return device_name_; }
+    const abi::DeviceAttr& device_attr() const noexcept { return hello_.device; }
+    const abi::StatusPage* status_page() const noexcept { return status_; }
+    // The fd an application polls for async events (ibv_context::async_fd).
+    int async_fd() const noexcept { return async_fd_; }
+    bool dead() const noexcept { return dead_.load(std::memory_order_acquire); }
+
+    Result<abi::PortAttr> query_port(uint8_t port_num);
+    Result<std::string> stats();
+    int set_log_level(const std::string& level);
+
+    Result<Pd*> alloc_pd();
+    int dealloc_pd(Pd* pd);
+
+    Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint32_t access);
+    Result<Mr*> reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
+    int dereg_mr(Mr* mr);
+
+    Result<CompChannel*> create_comp_channel();
+    int destroy_comp_channel(CompChannel* channel);
+
+    Result<Cq*> create_cq(uint32_t cqe, CompChannel* channel, uint32_t comp_vector);
+    int destroy_cq(Cq* cq);
+    // ibv_poll_cq: completions written (0..n), or a negative errno (a corrupt ring).
+    int poll_cq(Cq* cq, int n, abi::Cqe* out) noexcept;
+    int req_notify_cq(Cq* cq, bool solicited_only) noexcept;
+    // Blocks unless the channel's fd is O_NONBLOCK (then EAGAIN), as ibv_get_cq_event.
+    Result<Cq*> get_cq_event(CompChannel* channel);
+    void ack_cq_events(Cq* cq, uint32_t n);
+
+    Result<Srq*> create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit);
+    int modify_srq(Srq* srq, uint32_t attr_mask, uint32_t max_wr, uint32_t srq_limit);
+    Result<abi::QuerySrqReply> query_srq(Srq* srq);
+    int destroy_srq(Srq* srq);
+    int post_srq_recv(Srq* srq, const RecvWr* wr, const RecvWr** bad_wr) noexcept;
+
+    // `attr.cap` comes back as granted in the Qp.
+    Result<Qp*> create_qp(Pd* pd, const QpInitAttr& attr);
+    int modify_qp(Qp* qp, const abi::QpAttr& attr, uint32_t attr_mask);
+    Result<abi::QueryQpReply> query_qp(Qp* qp, uint32_t attr_mask);
+    int destroy_qp(Qp* qp);
+    int post_send(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept;
+    int post_recv(Qp* qp, const RecvWr* wr, const RecvWr** bad_wr) noexcept;
+
+    Result<Ah*> create_ah(Pd* pd, const abi::AddressVector& av);
+    int destroy_ah(Ah* ah);
+
+    // ibv_get_async_event: blocks unless async_fd() is O_NONBLOCK (then EAGAIN).
+    int get_async_event(AsyncEvent* event);
+
+    // One request and its reply; descriptors received are returned (the caller owns them).
+    // The status of the reply, or EIO when the daemon is gone.
+    int call(abi::Op op, std::span<const uint8_t> body, std::span<const int> fds_out, std::vector<uint8_t>* reply,
+             std::vector<int>* fds_in);
+
+private:
+    Connection() = default;
+    int say_hello();
+    void mark_dead() noexcept;
+    // Non-blocking check for a hung-up socket; rate-limited by the callers on the data path.
+    bool probe_dead() noexcept;
+    void ring_doorbell() noexcept;
+    uint32_t ah_handle(const Ah* ah) const noexcept;
+    // Waits until `fd` is readable (and reads it) or the daemon hangs up; EAGAIN when `fd` is
+    // O_NONBLOCK and not readable.
+    int wait_event_fd(int fd) noexcept;
+    // Leaves an eventfd readable exactly when events are left to take (`more` after the take).
+    void settle_event_fd(int fd, bool more) noexcept;
+    bool channel_has_events(const CompChannel* channel) const noexcept;
+    void resolve(AsyncEvent& event) noexcept;
+
+    int socket_ = -1;
+    int async_fd_ = -1;
+    int kick_fd_ = -1;
+    std::string device_name_;
+    abi::HelloReply hello_{};
+    const abi::StatusPage* status_ = nullptr;
+    size_t status_bytes_ = 0;
+    RingMapping async_memory_;
+    abi::RingView async_ring_;
+    uint32_t async_consumed_ = 0;
+    bool fatal_delivered_ = false;
+
+    std::atomic<bool> dead_{false};
+    std::mutex verbs_lock_;  // control verbs, one at a time (held across their calls)
+    std::mutex call_lock_;   // one request/reply at a time on the socket
+    uint32_t seq_ = 0;
+
+    // Lock order: verbs_lock_, then a CQ's or queue's lock, then objects_lock_, which guards the
+    // maps below, channel membership, completion-event counters and the async ring; it is never
+    // held across a call to the daemon or a blocking wait.
+    std::mutex objects_lock_;
+    std::unordered_map<uint32_t, std::unique_ptr<Pd>> pds_;
+    std::unordered_map<uint32_t, std::unique_ptr<Mr>> mrs_;  // by lkey
+    std::unordered_map<uint32_t, std::unique_ptr<CompChannel>> channels_;
+    std::unordered_map<uint32_t, std::unique_ptr<Cq>> cqs_;
+    std::unordered_map<uint32_t, std::unique_ptr<Srq>> srqs_;
+    std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN
+    std::unordered_map<uint32_t, std::unique_ptr<Ah>> ahs_;
+    std::unordered_map<uint32_t, uint32_t> segment_users_;  // segment id -> MRs of this connection
+    std::condition_variable acked_;  // destroy_cq waits for ack_cq_events
+};
+
+}  // namespace rnic::host::client

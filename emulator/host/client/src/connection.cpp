@@ -1,0 +1,224 @@
+// Opening a device, the request/reply machinery, noticing a vanished daemon.
+#include "rnic/host/client/connection.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "rnic/host/client/verbs_values.hpp"
+#include "socket_io.hpp"
+
+namespace rnic::host::client {
+
+namespace {
+
+size_t round_to_pages(size_t bytes) { return (bytes + page_size() - 1) & ~(page_size() - 1); }
+
+bool peer_gone(int e) { return e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ECONNABORTED; }
+
+}  // namespace
+
+RingMapping::~RingMapping() {
+    if (base != nullptr) munmap(base, bytes);
+}
+
+std::string default_run_dir() {
+    const char* env = std::getenv(abi::kRunDirEnv);
+    return env != nullptr && *env != '\0' ? env : abi::kDefaultRunDir;
+}
+
+Result<std::vector<std::string>> list_devices(const std::string& run_dir) {
+    DIR* d = opendir(run_dir.c_str());
+    if (d == nullptr) return Error{errno};
+    std::vector<std::string> names;
+    while (const dirent* e = readdir(d)) {
+        const std::string_view n = e->d_name;
+        if (n.size() > 5 && n.ends_with(".sock")) names.emplace_back(n.substr(0, n.size() - 5));
+    }
+    closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& device, const std::string& run_dir) {
+    const std::string path = (run_dir.empty() ? default_run_dir() : run_dir) + "/" + device + ".sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (device.empty() || path.size() >= sizeof addr.sun_path) return Error{EINVAL};
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Error{errno};
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int e = errno;
+        close(fd);
+        return Error{e};
+    }
+    return adopt(fd);
+}
+
+Result<std::unique_ptr<Connection>> Connection::adopt(int socket_fd) {
+    std::unique_ptr<Connection> c(new Connection);
+    c->socket_ = socket_fd;
+    if (const int rc = c->say_hello(); rc != 0) return Error{rc};
+    return c;
+}
+
+int Connection::say_hello() {
+    async_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (async_fd_ < 0) return errno;
+    const abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
+    std::vector<uint8_t> reply;
+    std::vector<int> fds;
+    const int out[1] = {async_fd_};
+    const int rc = call(abi::Op::Hello, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, out, &reply, &fds);
+    if (rc != 0) return rc == EIO ? ECONNRESET : rc;
+    struct FdCloser {
+        std::vector<int>& fds;
+        ~FdCloser() { detail::close_all(fds); }
+    } closer{fds};
+    if (reply.size() != sizeof hello_ || fds.size() != 3) return EPROTO;
+    std::memcpy(&hello_, reply.data(), sizeof hello_);
+    device_name_.assign(hello_.device_name, strnlen(hello_.device_name, sizeof hello_.device_name));
+    if (hello_.gid_count > abi::kMaxGids) hello_.gid_count = abi::kMaxGids;
+
+    struct stat st {};
+    if (hello_.status_page_size < sizeof(abi::StatusPage) || fstat(fds[0], &st) != 0 ||
+        static_cast<uint64_t>(st.st_size) < hello_.status_page_size)
+        return EPROTO;
+    void* status = mmap(nullptr, hello_.status_page_size, PROT_READ, MAP_SHARED, fds[0], 0);
+    if (status == MAP_FAILED) return errno;
+    status_ = static_cast<const abi::StatusPage*>(status);
+    status_bytes_ = hello_.status_page_size;
+
+    kick_fd_ = fds[1];
+    fds[1] = -1;
+
+    if (!abi::is_power_of_two(hello_.async_ring_size)) return EPROTO;
+    const size_t bytes = round_to_pages(abi::ring_bytes(hello_.async_ring_size, sizeof(abi::AsyncEventEntry)));
+    if (fstat(fds[2], &st) != 0 || static_cast<uint64_t>(st.st_size) < bytes) return EPROTO;
+    void* ring = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+    if (ring == MAP_FAILED) return errno;
+    async_memory_.base = ring;
+    async_memory_.bytes = bytes;
+    async_ring_ = abi::RingView(ring, hello_.async_ring_size, sizeof(abi::AsyncEventEntry));
+    async_consumed_ = async_ring_.header().consumer.load(std::memory_order_acquire);
+    return 0;
+}
+
+Connection::~Connection() {
+    // The daemon reclaims everything of this session when the socket closes.
+    if (socket_ >= 0) close(socket_);
+    for (auto& [lkey, mr] : mrs_) PageSharer::instance().release(mr->shared);
+    for (auto& [handle, ch] : channels_) close(ch->fd);
+    if (status_ != nullptr) munmap(const_cast<abi::StatusPage*>(status_), status_bytes_);
+    if (kick_fd_ >= 0) close(kick_fd_);
+    if (async_fd_ >= 0) close(async_fd_);
+}
+
+int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const int> fds_out,
+                     std::vector<uint8_t>* reply, std::vector<int>* fds_in) {
+    if (dead()) return EIO;
+    std::lock_guard lock(call_lock_);
+    abi::MessageHeader h{};
+    h.magic = abi::kMagic;
+    h.version = abi::kAbiVersion;
+    h.op = static_cast<uint16_t>(op);
+    h.seq = ++seq_;
+    h.length = static_cast<uint32_t>(sizeof h + body.size());
+    std::vector<uint8_t> msg(sizeof h + body.size());
+    std::memcpy(msg.data(), &h, sizeof h);
+    if (!body.empty()) std::memcpy(msg.data() + sizeof h, body.data(), body.size());
+
+    int rc = detail::send_message(socket_, msg, fds_out);
+    if (rc != 0) {
+        if (peer_gone(rc)) {
+            mark_dead();
+            return EIO;
+        }
+        return rc;
+    }
+    std::vector<int> fds;
+    rc = detail::receive_message(socket_, msg, fds);
+    if (rc != 0) {
+        mark_dead();  // the stream of replies is lost either way
+        return EIO;
+    }
+    abi::MessageHeader r{};
+    if (msg.size() >= sizeof r) std::memcpy(&r, msg.data(), sizeof r);
+    if (msg.size() < sizeof r || r.magic != abi::kMagic || r.version != abi::kAbiVersion || r.op != h.op ||
+        r.seq != h.seq || r.length != msg.size() || r.status < 0) {
+        detail::close_all(fds);
+        mark_dead();
+        return EIO;
+    }
+    if (r.status != 0) {
+        detail::close_all(fds);
+        return r.status;
+    }
+    if (reply != nullptr) reply->assign(msg.begin() + sizeof r, msg.end());
+    if (fds_in != nullptr)
+        *fds_in = std::move(fds);
+    else
+        detail::close_all(fds);
+    return 0;
+}
+
+void Connection::mark_dead() noexcept {
+    if (dead_.exchange(true, std::memory_order_acq_rel)) return;
+    const uint64_t one = 1;
+    {
+        std::lock_guard lock(objects_lock_);
+        // Wake every waiter: a sleeping application must come and poll its flush completions.
+        for (auto& [handle, ch] : channels_) {
+            for (Cq* cq : ch->cqs) cq->death_event_pending = true;
+            if (!ch->cqs.empty()) (void)!write(ch->fd, &one, sizeof one);
+        }
+    }
+    (void)!write(async_fd_, &one, sizeof one);
+}
+
+bool Connection::probe_dead() noexcept {
+    if (dead()) return true;
+    pollfd p{socket_, POLLRDHUP, 0};
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) mark_dead();
+    return dead();
+}
+
+Result<abi::PortAttr> Connection::query_port(uint8_t port_num) {
+    if (port_num != 1) return Error{EINVAL};
+    std::vector<uint8_t> reply;
+    if (const int rc = call(abi::Op::QueryPort, {}, {}, &reply, nullptr); rc != 0) return Error{rc};
+    if (reply.size() != sizeof(abi::PortAttr)) return Error{EPROTO};
+    abi::PortAttr attr;
+    std::memcpy(&attr, reply.data(), sizeof attr);
+    return attr;
+}
+
+Result<std::string> Connection::stats() {
+    const abi::StatsRequest req{0, 0};
+    std::vector<uint8_t> reply;
+    if (const int rc = call(abi::Op::Stats, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, &reply, nullptr);
+        rc != 0)
+        return Error{rc};
+    return std::string(reply.begin(), reply.end());
+}
+
+int Connection::set_log_level(const std::string& level) {
+    abi::SetLogLevelRequest req{};
+    if (level.empty() || level.size() >= sizeof req.level) return EINVAL;
+    std::memcpy(req.level, level.data(), level.size());
+    return call(abi::Op::SetLogLevel, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, nullptr, nullptr);
+}
+
+}  // namespace rnic::host::client

@@ -1,0 +1,150 @@
+// Posting and polling: loads and stores on the shared rings, no syscall except the kick of a
+// sleeping daemon and, rarely, a look at whether the daemon is still there.
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "rnic/host/client/connection.hpp"
+#include "rnic/host/client/verbs_values.hpp"
+#include "rnic/host/client/work_queue.hpp"
+
+namespace rnic::host::client {
+
+namespace {
+
+constexpr uint32_t kProbeEveryEmptyPolls = 1024;
+constexpr uint64_t kProbeEveryNs = 10'000'000;
+
+uint64_t coarse_now_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+void Connection::ring_doorbell() noexcept {
+    // Pairs with the daemon's fence between `sleeping = 1` and its last doorbell scan.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (status_->sleeping.load(std::memory_order_relaxed) != 0) {
+        const uint64_t one = 1;
+        (void)!write(kick_fd_, &one, sizeof one);
+    }
+}
+
+uint32_t Connection::ah_handle(const Ah* ah) const noexcept {
+    return ah != nullptr && ah->connection == this ? ah->handle : 0;
+}
+
+int Connection::post_send(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept {
+    if (dead()) {
+        if (bad_wr != nullptr) *bad_wr = wr;
+        return EIO;
+    }
+    std::lock_guard lock(qp->sq.lock);
+    const uint32_t before = qp->sq.produced.load(std::memory_order_relaxed);
+    int rc = 0;
+    for (const SendWr* w = wr; w != nullptr; w = w->next) {
+        rc = encode_send(qp->sq, qp->qp_type, *w, ah_handle(w->ah));
+        if (rc != 0) {
+            if (bad_wr != nullptr) *bad_wr = w;
+            break;
+        }
+    }
+    if (const uint32_t now = qp->sq.produced.load(std::memory_order_relaxed); now != before) {
+        qp->sq.ring.publish(now);
+        ring_doorbell();
+    }
+    return rc;
+}
+
+namespace {
+
+template <class Post>
+int post_receives(WorkQueue& q, const RecvWr* wr, const RecvWr** bad_wr, bool srq, Post&& doorbell) noexcept {
+    std::lock_guard lock(q.lock);
+    const uint32_t before = q.produced.load(std::memory_order_relaxed);
+    int rc = 0;
+    for (const RecvWr* w = wr; w != nullptr; w = w->next) {
+        rc = encode_recv(q, *w, srq);
+        if (rc != 0) {
+            if (bad_wr != nullptr) *bad_wr = w;
+            break;
+        }
+    }
+    if (const uint32_t now = q.produced.load(std::memory_order_relaxed); now != before) {
+        q.ring.publish(now);
+        doorbell();
+    }
+    return rc;
+}
+
+}  // namespace
+
+int Connection::post_recv(Qp* qp, const RecvWr* wr, const RecvWr** bad_wr) noexcept {
+    if (dead() || qp->srq != nullptr) {
+        if (bad_wr != nullptr) *bad_wr = wr;
+        return dead() ? EIO : EINVAL;  // a QP with an SRQ has no RQ
+    }
+    return post_receives(qp->rq, wr, bad_wr, false, [this] { ring_doorbell(); });
+}
+
+int Connection::post_srq_recv(Srq* srq, const RecvWr* wr, const RecvWr** bad_wr) noexcept {
+    if (dead()) {
+        if (bad_wr != nullptr) *bad_wr = wr;
+        return EIO;
+    }
+    return post_receives(srq->wq, wr, bad_wr, true, [this] { ring_doorbell(); });
+}
+
+int Connection::poll_cq(Cq* cq, int n, abi::Cqe* out) noexcept {
+    if (n <= 0) return 0;
+    std::lock_guard lock(cq->lock);
+    const uint32_t ready = cq->ring.ready(cq->consumed);
+    if (ready == abi::RingView::kCorrupt) return -EIO;
+    const uint32_t take = std::min<uint32_t>(ready, static_cast<uint32_t>(n));
+    for (uint32_t i = 0; i < take; ++i) {
+        abi::Cqe& c = out[i];
+        std::memcpy(&c, cq->ring.entry(cq->consumed++), sizeof c);
+        const auto it = cq->qps.find(c.qp_num);
+        if (it == cq->qps.end()) continue;  // a destroyed QP's late completion
+        Qp* qp = it->second;
+        if ((c.opcode & verbs::kWcRecv) != 0) {
+            if (qp->srq == nullptr && qp->recv_cq == cq) retire(qp->rq, c.wqe_index);
+        } else if (qp->send_cq == cq) {
+            retire(qp->sq, c.wqe_index);
+        }
+    }
+    if (take != 0) cq->ring.release(cq->consumed);
+    uint32_t got = take;
+    if (got == static_cast<uint32_t>(n)) return n;
+
+    if (!dead()) {
+        if (got != 0) return static_cast<int>(got);
+        const uint64_t now = coarse_now_ns();
+        if (++cq->empty_polls < kProbeEveryEmptyPolls && now - cq->last_probe_ns < kProbeEveryNs) return 0;
+        cq->empty_polls = 0;
+        cq->last_probe_ns = now;
+        if (!probe_dead()) return 0;
+    }
+    // The daemon is gone: nothing will complete what is still posted, so flush it, as the QP
+    // going to the error state would.
+    for (auto& [qpn, qp] : cq->qps) {
+        if (got == static_cast<uint32_t>(n)) break;
+        if (qp->send_cq == cq) {
+            std::lock_guard ql(qp->sq.lock);
+            got += flush(qp->sq, true, qpn, out + got, static_cast<uint32_t>(n) - got);
+        }
+        if (qp->srq == nullptr && qp->recv_cq == cq && got < static_cast<uint32_t>(n)) {
+            std::lock_guard ql(qp->rq.lock);
+            got += flush(qp->rq, false, qpn, out + got, static_cast<uint32_t>(n) - got);
+        }
+    }
+    return static_cast<int>(got);
+}
+
+}  // namespace rnic::host::client

@@ -1,0 +1,259 @@
+// Faults on the test bed: loss on the link, a client killed mid-transfer, malformed frames from
+// a raw socket, the peer daemon killed. The driver sets the loss rule and runs each tag on its
+// own (the kill tests end a process, the injection runs inside namespace B).
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "bed.hpp"
+#include "rnic/wire/builder.hpp"
+#include "rnic/wire/gid.hpp"
+#include "rnic/wire/opcode.hpp"
+
+using namespace rnic::itest;
+namespace hc = rnic::host::client;
+
+namespace {
+
+constexpr uint32_t kChunk = 64 * 1024;
+
+// Writes `count` chunks A->B and `count` SENDs, all data checked.
+void transfer_and_check(Side& a, Side& b, const QpPair& p, int count, uint32_t seed) {
+    for (int i = 0; i < count; ++i) {
+        uint8_t* src = a.buf->data + (i % 8) * kChunk;
+        uint8_t* dst = b.buf->data + (i % 8) * kChunk;
+        fill_pattern(src, kChunk, seed + i);
+        REQUIRE(post_send(a, p.a, IBV_WR_RDMA_WRITE, i, src, kChunk, reinterpret_cast<uintptr_t>(dst), b.mr->rkey) ==
+                0);
+        const auto w = wait_completions(a, 1, std::chrono::seconds(30));
+        REQUIRE(w.size() == 1);
+        REQUIRE(w[0].status == IBV_WC_SUCCESS);
+        REQUIRE(std::memcmp(src, dst, kChunk) == 0);
+
+        uint8_t* rdst = b.buf->data + 8 * kChunk;
+        REQUIRE(post_recv(b, p.b, 1000 + i, rdst, 4096) == 0);
+        fill_pattern(src, 4000, seed + 7 * i);
+        REQUIRE(post_send(a, p.a, IBV_WR_SEND, 2000 + i, src, 4000) == 0);
+        const auto s = wait_completions(a, 1, std::chrono::seconds(30));
+        const auto r = wait_completions(b, 1, std::chrono::seconds(30));
+        REQUIRE(s.size() == 1);
+        REQUIRE(r.size() == 1);
+        REQUIRE(s[0].status == IBV_WC_SUCCESS);
+        REQUIRE(r[0].status == IBV_WC_SUCCESS);
+        REQUIRE(r[0].wr_id == uint64_t(1000 + i));
+        REQUIRE(std::memcmp(src, rdst, 4000) == 0);
+    }
+}
+
+pid_t read_pid(const std::string& file) {
+    std::ifstream in(file);
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+}
+
+}  // namespace
+
+TEST_CASE("Loss on the link: RC data complete and in order, retransmissions counted", "[loss]") {
+    const auto env = bed_env();
+    auto a = open_side(env.at("sock_a"), 10 * kChunk);
+    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    QpOptions o;
+    o.mtu = IBV_MTU_4096;
+    o.timeout = 8;  // ~1 ms: retransmit quickly, the loss is real
+    const QpPair p = connect_pair(*a, *b, o);
+    const auto before = counters(*a->conn);
+    transfer_and_check(*a, *b, p, 100, 5);
+    // Pipelined as well: 64 WRITEs in flight, completions in order.
+    for (int i = 0; i < 64; ++i) {
+        uint8_t* src = a->buf->data + (i % 8) * kChunk;
+        REQUIRE(post_send(*a, p.a, IBV_WR_RDMA_WRITE, 500 + i, src, kChunk,
+                          reinterpret_cast<uintptr_t>(b->buf->data + (i % 8) * kChunk), b->mr->rkey) == 0);
+    }
+    const auto done = wait_completions(*a, 64, std::chrono::seconds(60));
+    REQUIRE(done.size() == 64);
+    for (int i = 0; i < 64; ++i) {
+        CHECK(done[i].status == IBV_WC_SUCCESS);
+        CHECK(done[i].wr_id == uint64_t(500 + i));
+    }
+    const auto after = counters(*a->conn);
+    WARN("retransmitted packets " << after.at("retransmitted_packets") - before.at("retransmitted_packets")
+                                  << ", timeouts/seq NAKs received "
+                                  << after.at("seq_naks_received") - before.at("seq_naks_received"));
+    CHECK(after.at("retransmitted_packets") > before.at("retransmitted_packets"));
+}
+
+TEST_CASE("A client killed mid-transfer: its resources are freed, the daemon keeps serving", "[kill-client]") {
+    const auto env = bed_env();
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        // The victim: connect, set up a pair, stream WRITEs until killed. No Catch2 here.
+        close(ready[0]);
+        auto a = open_side(env.at("sock_a"), 8 * kChunk);
+        auto b = open_side(env.at("sock_b"), 8 * kChunk);
+        const QpPair p = connect_pair(*a, *b, QpOptions{});
+        (void)!write(ready[1], "r", 1);
+        Cqe batch[16];
+        for (uint64_t i = 0;; ++i) {
+            post_send(*a, p.a, IBV_WR_RDMA_WRITE, i, a->buf->data, kChunk,
+                      reinterpret_cast<uintptr_t>(b->buf->data), b->mr->rkey);
+            a->conn->poll_cq(a->cq, 16, batch);
+        }
+    }
+    close(ready[1]);
+    char c = 0;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    REQUIRE(kill(child, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+
+    auto a = open_side(env.at("sock_a"), 10 * kChunk);
+    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    // Both daemons notice the closed sockets and reclaim: only our own session is left.
+    std::map<std::string, uint64_t> ca, cb;
+    for (int i = 0; i < 100; ++i) {
+        ca = counters(*a->conn);
+        cb = counters(*b->conn);
+        if (ca.at("sessions") == 1 && cb.at("sessions") == 1 && ca.at("qps") == 0 && cb.at("qps") == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(ca.at("sessions") == 1);
+    CHECK(cb.at("sessions") == 1);
+    CHECK(ca.at("qps") == 0);
+    CHECK(cb.at("qps") == 0);
+    const QpPair p = connect_pair(*a, *b, QpOptions{});
+    transfer_and_check(*a, *b, p, 5, 77);
+}
+
+TEST_CASE("Malformed frames from a raw socket are counted and dropped or NAKed", "[inject]") {
+    // Runs inside namespace B, so the raw socket sends on B's end of the veth towards daemon A.
+    const auto env = bed_env();
+    auto a = open_side(env.at("sock_a"), 10 * kChunk);
+    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    const QpPair p = connect_pair(*a, *b, QpOptions{});
+
+    const int raw = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+    REQUIRE(raw >= 0);
+    sockaddr_ll to{};
+    to.sll_family = AF_PACKET;
+    to.sll_ifindex = static_cast<int>(if_nametoindex(env.at("if_b").c_str()));
+    REQUIRE(to.sll_ifindex > 0);
+    to.sll_halen = 6;
+
+    rnic::wire::FrameSpec spec;
+    const auto mac = [](const std::string& s) {
+        rnic::wire::MacAddr m{};
+        unsigned v[6];
+        REQUIRE(std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 6);
+        for (int i = 0; i < 6; ++i) m[i] = static_cast<uint8_t>(v[i]);
+        return m;
+    };
+    spec.dst_mac = mac(env.at("mac_a"));
+    spec.src_mac = mac(env.at("mac_b"));
+    std::memcpy(to.sll_addr, spec.dst_mac.data(), 6);
+    std::memcpy(spec.src_gid.raw.data(), b->self_av.dgid, 16);
+    std::memcpy(spec.dst_gid.raw.data(), a->self_av.dgid, 16);
+    const std::vector<uint8_t> payload(64, 0x5A);
+    spec.payload = payload;
+    spec.bth.opcode = rnic::wire::op::kRcWriteOnly;
+    spec.bth.dest_qp = p.a->qpn;
+    spec.bth.psn = 0x100;  // what A expects next
+    spec.bth.ack_req = true;
+    spec.ext.reth = rnic::wire::Reth{reinterpret_cast<uintptr_t>(a->buf->data), a->mr->rkey ^ 0x5500, 64};
+
+    std::vector<uint8_t> frame(2048);
+    const auto build = [&]() {
+        auto n = rnic::wire::build_frame(spec, frame);
+        REQUIRE(n.has_value());
+        return *n;
+    };
+    const auto send = [&](size_t len) {
+        REQUIRE(sendto(raw, frame.data(), len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
+                static_cast<ssize_t>(len));
+    };
+    std::memset(a->buf->data, 0, 64);
+    const auto before = counters(*a->conn);
+
+    // 1. bad ICRC, 2. truncated in the RETH, 3. unknown QPN (valid ICRC)
+    size_t n = build();
+    frame[n - 1] ^= 0xFF;
+    send(n);
+    n = build();
+    send(14 + 20 + 8 + 12 + 6);
+    const uint32_t real_qpn = spec.bth.dest_qp;
+    spec.bth.dest_qp = 0xFFFF00;
+    send(build());
+    spec.bth.dest_qp = real_qpn;
+    // 4. a WRITE with a wrong rkey at the expected PSN: NAK (remote access error), nothing written
+    send(build());
+
+    std::map<std::string, uint64_t> after;
+    for (int i = 0; i < 100; ++i) {
+        after = counters(*a->conn);
+        if (after.at("remote_access_errors") > before.at("remote_access_errors")) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const auto delta = [&](const char* name) {
+        const auto get = [&](const std::map<std::string, uint64_t>& m) {
+            const auto it = m.find(name);
+            return it == m.end() ? uint64_t{0} : it->second;
+        };
+        return get(after) - get(before);
+    };
+    CHECK(delta("rx_icrc_errors") == 1);
+    CHECK(delta("rx_malformed") == 1);  // the truncated frame, refused by the parser
+    CHECK(delta("rx_unknown_qp") == 1);
+    CHECK(delta("remote_access_errors") == 1);
+    for (int i = 0; i < 64; ++i) CHECK(a->buf->data[i] == 0);
+    close(raw);
+
+    // The daemon keeps serving: a fresh pair moves data.
+    const QpPair fresh = connect_pair(*a, *b, QpOptions{});
+    transfer_and_check(*a, *b, fresh, 3, 11);
+}
+
+TEST_CASE("The peer daemon killed: outstanding work completes with retry-exceeded, then flushed", "[kill-peer]") {
+    const auto env = bed_env();
+    auto a = open_side(env.at("sock_a"), 10 * kChunk);
+    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    QpOptions o;
+    o.timeout = 10;  // 4 ms
+    o.retry_cnt = 2;
+    const QpPair p = connect_pair(*a, *b, o);
+    transfer_and_check(*a, *b, p, 2, 3);
+    // B also has receives outstanding: its client must flush them once its daemon is gone.
+    for (int i = 0; i < 4; ++i) REQUIRE(post_recv(*b, p.b, 300 + i, b->buf->data, 4096) == 0);
+
+    const pid_t daemon_b = read_pid(std::string(std::getenv("RNIC_TESTBED_DIR")) + "/rnicd-b.pid");
+    REQUIRE(daemon_b > 0);
+    REQUIRE(kill(daemon_b, SIGKILL) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 16; ++i) {
+        REQUIRE(post_send(*a, p.a, IBV_WR_RDMA_WRITE, 100 + i, a->buf->data, kChunk,
+                          reinterpret_cast<uintptr_t>(b->buf->data), b->mr->rkey) == 0);
+    }
+    const auto got = wait_completions(*a, 16, std::chrono::seconds(20));
+    REQUIRE(got.size() == 16);
+    CHECK(got[0].status == IBV_WC_RETRY_EXC_ERR);
+    for (size_t i = 1; i < got.size(); ++i) CHECK(got[i].status == IBV_WC_WR_FLUSH_ERR);
+    const auto flushed = wait_completions(*b, 4, std::chrono::seconds(10));
+    REQUIRE(flushed.size() == 4);
+    for (const Cqe& c : flushed) CHECK(c.status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(b->conn->dead());
+}

@@ -1,0 +1,240 @@
+// rnicctl: asks a running rnicd for its state (the Stats op, one JSON document) and prints it the
+// way iproute2's `rdma` prints a kernel RNIC, or as JSON for scripts.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rnic/host/client/connection.hpp"
+
+namespace {
+
+using nlohmann::json;
+using rnic::host::client::Connection;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
+
+void usage(std::FILE* out) {
+    std::fputs(
+        "usage: rnicctl [--run-dir DIR] [-d DEVICE] [--json] COMMAND\n"
+        "commands:\n"
+        "  dev              devices: state, MTU, MAC, IPv4 (all devices of the run dir without -d)\n"
+        "  gid              the GID table\n"
+        "  qp               one line per QP (like `rdma resource show qp`)\n"
+        "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
+        "  cache            RNIC cache hits, misses and evictions\n"
+        "  session          client sessions and the objects they hold\n"
+        "  log-level [LVL]  show or set rnicd's log level (trace debug info warn err critical off)\n"
+        "DEVICE defaults to rnic0, DIR to $RNIC_RUN_DIR or /run/rnic.\n",
+        out);
+}
+
+// Strings print bare, everything else as JSON text.
+std::string text(const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null()) return "-";
+    return v.dump();
+}
+
+std::string field(const json& obj, const char* name) { return obj.contains(name) ? text(obj.at(name)) : "-"; }
+
+void print_pairs(const json& obj, const std::string& indent) {
+    if (!obj.is_object()) return;
+    for (const auto& [k, v] : obj.items()) std::cout << indent << k << ' ' << text(v) << '\n';
+}
+
+struct Options {
+    std::string run_dir;
+    std::string device;
+    bool json_out = false;
+    std::vector<std::string> command;
+};
+
+struct Daemon {
+    std::unique_ptr<Connection> connection;
+    json stats;
+};
+
+int open_daemon(const Options& o, const std::string& device, Daemon& d, bool need_stats = true) {
+    const std::string dir = o.run_dir.empty() ? rnic::host::client::default_run_dir() : o.run_dir;
+    auto c = Connection::open(device, dir);
+    if (!c) {
+        std::fprintf(stderr, "rnicctl: cannot reach rnicd for %s at %s/%s.sock: %s%s\n", device.c_str(), dir.c_str(),
+                     device.c_str(), std::strerror(c.error()),
+                     c.error() == ENOENT || c.error() == ECONNREFUSED ? " (is rnicd running?)" : "");
+        return kExitFailure;
+    }
+    d.connection = std::move(*c);
+    if (!need_stats) return 0;
+    auto s = d.connection->stats();
+    if (!s) {
+        std::fprintf(stderr, "rnicctl: %s: Stats failed: %s\n", device.c_str(), std::strerror(s.error()));
+        return kExitFailure;
+    }
+    d.stats = json::parse(*s, nullptr, false);
+    if (d.stats.is_discarded() || !d.stats.is_object()) {
+        std::fprintf(stderr, "rnicctl: %s: the daemon's statistics are not JSON\n", device.c_str());
+        return kExitFailure;
+    }
+    return 0;
+}
+
+void print_dev(const json& dev) {
+    std::cout << field(dev, "name") << ": port 1 state " << field(dev, "port_state") << " active_mtu "
+              << field(dev, "active_mtu") << " max_mtu " << field(dev, "max_mtu") << " mac " << field(dev, "mac")
+              << " ipv4 " << field(dev, "ipv4") << " pid " << field(dev, "pid") << '\n';
+}
+
+int run(const Options& o) {
+    const std::string& cmd = o.command[0];
+    const size_t args = o.command.size() - 1;
+
+    if (cmd == "dev") {
+        if (args != 0) return usage(stderr), kExitUsage;
+        std::vector<std::string> devices;
+        if (!o.device.empty()) {
+            devices.push_back(o.device);
+        } else {
+            const std::string dir = o.run_dir.empty() ? rnic::host::client::default_run_dir() : o.run_dir;
+            auto list = rnic::host::client::list_devices(dir);
+            if (list) devices = *list;
+            if (devices.empty()) {
+                std::fprintf(stderr, "rnicctl: no rnicd device in %s (is rnicd running?)\n", dir.c_str());
+                return kExitFailure;
+            }
+        }
+        json all = json::array();
+        int rc = 0;
+        for (const auto& name : devices) {
+            Daemon d;
+            if (const int r = open_daemon(o, name, d); r != 0) {
+                rc = r;
+                continue;
+            }
+            const json dev = d.stats.value("device", json::object());
+            if (o.json_out)
+                all.push_back(dev);
+            else
+                print_dev(dev);
+        }
+        if (o.json_out) std::cout << all.dump(2) << '\n';
+        return rc;
+    }
+
+    const std::string device = o.device.empty() ? "rnic0" : o.device;
+    if (cmd == "log-level" && args == 1) {
+        Daemon d;
+        if (const int r = open_daemon(o, device, d, false); r != 0) return r;
+        if (const int rc = d.connection->set_log_level(o.command[1]); rc != 0) {
+            std::fprintf(stderr, "rnicctl: log-level %s: %s\n", o.command[1].c_str(), std::strerror(rc));
+            return rc == EINVAL ? kExitUsage : kExitFailure;
+        }
+        return 0;
+    }
+    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "log-level")
+                           ? args == 0
+                           : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
+    if (!known) return usage(stderr), kExitUsage;
+    long qpn = -1;
+    if (cmd == "stat" && args == 2) {
+        char* end = nullptr;
+        qpn = std::strtol(o.command[2].c_str(), &end, 0);
+        if (end == o.command[2].c_str() || *end != '\0' || qpn < 0) return usage(stderr), kExitUsage;
+    }
+
+    Daemon d;
+    if (const int r = open_daemon(o, device, d); r != 0) return r;
+    const json& s = d.stats;
+    const json dev = s.value("device", json::object());
+    const std::string link = field(dev, "name") + "/1";
+
+    if (cmd == "gid") {
+        const json gids = dev.value("gids", json::array());
+        if (o.json_out) return std::cout << gids.dump(2) << '\n', 0;
+        for (const auto& g : gids)
+            std::cout << "link " << link << " gid " << field(g, "index") << ' ' << field(g, "gid") << ' '
+                      << field(g, "type") << '\n';
+    } else if (cmd == "qp") {
+        const json qps = s.value("qps", json::array());
+        if (o.json_out) return std::cout << qps.dump(2) << '\n', 0;
+        for (const auto& q : qps)
+            std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
+                      << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " rq-psn " << field(q, "rq_psn")
+                      << " rqpn " << field(q, "dest_qpn") << " path-mtu " << field(q, "path_mtu") << " pid "
+                      << field(q, "pid") << '\n';
+    } else if (cmd == "stat") {
+        if (qpn < 0) {
+            const json counters = s.value("counters", json::object());
+            if (o.json_out) return std::cout << counters.dump(2) << '\n', 0;
+            std::cout << "link " << link << '\n';
+            print_pairs(counters, "    ");
+        } else {
+            for (const auto& q : s.value("qps", json::array())) {
+                if (!q.contains("qpn") || !q.at("qpn").is_number() || q.at("qpn").get<long>() != qpn) continue;
+                const json counters = q.value("counters", json::object());
+                if (o.json_out) return std::cout << counters.dump(2) << '\n', 0;
+                std::cout << "link " << link << " lqpn " << qpn << '\n';
+                print_pairs(counters, "    ");
+                return 0;
+            }
+            std::fprintf(stderr, "rnicctl: no QP %ld on %s\n", qpn, device.c_str());
+            return kExitFailure;
+        }
+    } else if (cmd == "cache") {
+        const json caches = s.value("caches", json::object());
+        if (o.json_out) return std::cout << caches.dump(2) << '\n', 0;
+        print_pairs(caches, "");
+    } else if (cmd == "session") {
+        const json sessions = s.value("sessions", json::array());
+        if (o.json_out) return std::cout << sessions.dump(2) << '\n', 0;
+        for (const auto& x : sessions) {
+            std::cout << "session " << field(x, "id") << " pid " << field(x, "pid") << " uid " << field(x, "uid");
+            for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs"}) std::cout << ' ' << k << ' ' << field(x, k);
+            std::cout << '\n';
+        }
+    } else {  // log-level, shown
+        if (o.json_out) return std::cout << json{{"log_level", s.value("log_level", json())}}.dump(2) << '\n', 0;
+        std::cout << field(s, "log_level") << '\n';
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            usage(stdout);
+            return 0;
+        } else if (a == "--json" || a == "-j") {
+            o.json_out = true;
+        } else if ((a == "--run-dir" || a == "-d" || a == "--device") && i + 1 < argc) {
+            (a == "--run-dir" ? o.run_dir : o.device) = argv[++i];
+        } else if (a.starts_with("--run-dir=")) {
+            o.run_dir = a.substr(10);
+        } else if (!a.empty() && a[0] == '-' && o.command.empty()) {
+            std::fprintf(stderr, "rnicctl: unknown option %s\n", a.c_str());
+            usage(stderr);
+            return kExitUsage;
+        } else {
+            o.command.push_back(a);
+        }
+    }
+    if (o.command.empty()) {
+        usage(stderr);
+        return kExitUsage;
+    }
+    try {
+        return run(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rnicctl: %s\n", e.what());
+        return kExitFailure;
+    }
+}
