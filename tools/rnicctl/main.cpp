@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "rnic/host/client/connection.hpp"
 
@@ -41,7 +40,9 @@ std::string text(const json& v) {
     return v.dump();
 }
 
-std::string field(const json& obj, const char* name) { return obj.contains(name) ? text(obj.at(name)) : "-"; }
+std::string field(const json& obj, const char* name) {
+    return obj.contains(name) ? text(obj.at(name)) : "-";
+}
 
 void print_pairs(const json& obj, const std::string& indent) {
     if (!obj.is_object()) return;
@@ -194,7 +195,8 @@ int run(const Options& o) {
         if (o.json_out) return std::cout << sessions.dump(2) << '\n', 0;
         for (const auto& x : sessions) {
             std::cout << "session " << field(x, "id") << " pid " << field(x, "pid") << " uid " << field(x, "uid");
-            for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs"}) std::cout << ' ' << k << ' ' << field(x, k);
+            for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs"})
+                std::cout << ' ' << k << ' ' << field(x, k);
             std::cout << '\n';
         }
     } else {  // log-level, shown

@@ -222,8 +222,8 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             const uint32_t size = abi::round_up_power_of_two(req.max_wr);
             const uint32_t stride = abi::recv_stride(req.max_sge);
             SharedRing ring = make_ring(size, stride);
-            const abi::CreateSrqReply r{next_handle_++, req.max_wr, req.max_sge, size, stride,
-                                        static_cast<uint32_t>(ring.bytes)};
+            const abi::CreateSrqReply r{next_handle_++, req.max_wr, req.max_sge,
+                                        size,           stride,     static_cast<uint32_t>(ring.bytes)};
             srqs[r.handle] = ring;
             return reply(h, 0, &r, sizeof r, {ring.fd});
         }
@@ -260,8 +260,8 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
                 sq->producer = 0;
                 sq->consumer = 0;
                 if (r.rq_size != 0) {
-                    auto* rq = reinterpret_cast<abi::RingHeader*>(static_cast<uint8_t*>(qps.at(req.qpn).base) +
-                                                                  r.rq_offset);
+                    auto* rq =
+                        reinterpret_cast<abi::RingHeader*>(static_cast<uint8_t*>(qps.at(req.qpn).base) + r.rq_offset);
                     rq->producer = 0;
                     rq->consumer = 0;
                 }

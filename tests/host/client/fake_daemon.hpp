@@ -39,12 +39,12 @@ public:
     std::vector<uint32_t> released_segments;
     host::abi::RegMrRequest last_reg{};
     std::vector<host::abi::SegmentRun> last_runs;
-    std::map<uint32_t, SharedRing> cqs;       // by handle
-    std::map<uint32_t, SharedRing> qps;       // by qpn
+    std::map<uint32_t, SharedRing> cqs;  // by handle
+    std::map<uint32_t, SharedRing> qps;  // by qpn
     std::map<uint32_t, host::abi::CreateQpReply> qp_replies;
     std::map<uint32_t, SharedRing> srqs;
-    std::map<uint32_t, int> channel_fds;      // by handle
-    std::map<uint16_t, int> fail_ops;         // op -> errno to answer once
+    std::map<uint32_t, int> channel_fds;  // by handle
+    std::map<uint16_t, int> fail_ops;     // op -> errno to answer once
     std::string stats_json = "{}";
     std::string log_level;
     int client_async_fd = -1;
@@ -61,8 +61,7 @@ public:
 private:
     void run();
     void answer(const host::abi::MessageHeader& h, const std::vector<uint8_t>& body, std::vector<int>& fds);
-    void reply(const host::abi::MessageHeader& h, int status, const void* body, size_t len,
-               std::vector<int> fds = {});
+    void reply(const host::abi::MessageHeader& h, int status, const void* body, size_t len, std::vector<int> fds = {});
 
     int fd_;
     std::thread thread_;

@@ -44,7 +44,9 @@ struct Fixture {
     }
 };
 
-abi::QpCaps caps(uint32_t send_wr, uint32_t recv_wr) { return abi::QpCaps{send_wr, recv_wr, 1, 1, 0}; }
+abi::QpCaps caps(uint32_t send_wr, uint32_t recv_wr) {
+    return abi::QpCaps{send_wr, recv_wr, 1, 1, 0};
+}
 
 bool readable(int fd) {
     pollfd p{fd, POLLIN, 0};
@@ -86,7 +88,7 @@ TEST_CASE("Hello: device attributes, the status page read-only, the async eventf
     REQUIRE(f.conn->query_port(2).error() == EINVAL);
 }
 
-TEST_CASE("control verbs round trip; daemon errors come back as their errno") {
+TEST_CASE("control verbs round trip - daemon errors come back as their errno") {
     Fixture f;
     auto pd = f.conn->alloc_pd();
     REQUIRE(pd.ok());
@@ -136,7 +138,8 @@ TEST_CASE("reg_mr shares each segment once per connection and releases it with i
     Fixture f;
     auto pd = f.conn->alloc_pd();
     const size_t ps = page_size();
-    auto* buf = static_cast<uint8_t*>(mmap(nullptr, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    auto* buf =
+        static_cast<uint8_t*>(mmap(nullptr, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     std::memset(buf, 0x77, 4 * ps);
     auto a = f.conn->reg_mr(*pd, buf + 10, 2 * ps - 10, 7);
     REQUIRE(a.ok());
@@ -194,7 +197,7 @@ TEST_CASE("reg_mr shares each segment once per connection and releases it with i
     munmap(buf, 4 * ps);
 }
 
-TEST_CASE("post, doorbell, poll: CQEs retire SQ and RQ slots; the kick only when the daemon sleeps") {
+TEST_CASE("post, doorbell, poll: CQEs retire SQ and RQ slots - the kick only when the daemon sleeps") {
     Fixture f;
     auto pd = f.conn->alloc_pd();
     auto cq = f.conn->create_cq(16, nullptr, 0);
@@ -315,7 +318,7 @@ TEST_CASE("a control call notices the dead daemon at once") {
     REQUIRE(f.conn->dead());
 }
 
-TEST_CASE("completion channels: arm, event, non-blocking EAGAIN, ack before destroy; death wakes a waiter") {
+TEST_CASE("completion channels: arm, event, non-blocking EAGAIN, ack before destroy - death wakes a waiter") {
     Fixture f;
     auto ch = f.conn->create_comp_channel();
     REQUIRE(ch.ok());
@@ -378,7 +381,7 @@ TEST_CASE("async events from the ring name this connection's objects") {
     REQUIRE(f.conn->get_async_event(&e) == EIO);
 }
 
-TEST_CASE("no daemon: open fails with the socket's errno; devices are the run dir's sockets") {
+TEST_CASE("no daemon: open fails with the socket's errno - devices are the run dir's sockets") {
     char dir[] = "/tmp/rnic-client-run-XXXXXX";
     REQUIRE(mkdtemp(dir) != nullptr);
     REQUIRE(Connection::open("rnic0", dir).error() == ENOENT);

@@ -44,7 +44,9 @@ struct DaemonView {
             maps.emplace_back(base, run.segment->share_length());
         }
     }
-    uint8_t* at(const SharedRange& r, size_t run, size_t off) const { return maps[run].first + r.runs[run].offset + off; }
+    uint8_t* at(const SharedRange& r, size_t run, size_t off) const {
+        return maps[run].first + r.runs[run].offset + off;
+    }
     ~DaemonView() {
         for (auto& [b, n] : maps) munmap(b, n);
     }
@@ -154,7 +156,8 @@ TEST_CASE("memory unmapped and mapped again at the same address is not mistaken 
     const uint32_t id = a->segments[0]->id;
     PageSharer::instance().release(*a);
     munmap(p, 2 * ps);
-    auto* q = static_cast<uint8_t*>(mmap(p, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+    auto* q =
+        static_cast<uint8_t*>(mmap(p, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
     REQUIRE(q == p);
     q[0] = 42;
     auto b = PageSharer::instance().acquire(q, 2 * ps);
@@ -187,7 +190,8 @@ TEST_CASE("a MAP_SHARED file mapping is shared through its own file at the right
     REQUIRE(fd >= 0);
     unlink(path);
     REQUIRE(ftruncate(fd, static_cast<off_t>(4 * ps)) == 0);
-    auto* p = static_cast<uint8_t*>(mmap(nullptr, 2 * ps, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(ps)));
+    auto* p =
+        static_cast<uint8_t*>(mmap(nullptr, 2 * ps, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(ps)));
     REQUIRE(p != MAP_FAILED);
     std::memset(p, 0x33, 2 * ps);
     auto r = PageSharer::instance().acquire(p + ps, 100);

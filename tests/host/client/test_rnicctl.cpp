@@ -88,13 +88,13 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
 
     Run r = rnicctl(base + "dev");
     REQUIRE(r.status == 0);
-    REQUIRE(r.out.find("rnic0: port 1 state ACTIVE active_mtu 1024 max_mtu 4096 mac 02:00:00:00:00:01 ipv4 10.9.0.1/24") !=
-            std::string::npos);
+    REQUIRE(
+        r.out.find("rnic0: port 1 state ACTIVE active_mtu 1024 max_mtu 4096 mac 02:00:00:00:00:01 ipv4 10.9.0.1/24") !=
+        std::string::npos);
 
     r = rnicctl(base + "-d rnic0 qp");
     REQUIRE(r.status == 0);
-    REQUIRE(r.out ==
-            "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
+    REQUIRE(r.out == "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
 
     r = rnicctl(base + "gid");
     REQUIRE(r.out.find("link rnic0/1 gid 1 ::ffff:10.9.0.1 RoCE v2") != std::string::npos);

@@ -85,7 +85,7 @@ TEST_CASE("send strides fit the header and the larger of the SGEs and the inline
     STATIC_REQUIRE(abi::recv_stride(4) == 128);
 }
 
-TEST_CASE("a send WQE carries the SGEs and the request's fields; slots follow the stride") {
+TEST_CASE("a send WQE carries the SGEs and the request's fields - slots follow the stride") {
     const uint32_t stride = abi::send_stride(2, 0);
     TestRing r(4, stride);
     WorkQueue sq;
@@ -161,7 +161,7 @@ TEST_CASE("send WRs are checked as rdma-core providers check them") {
     REQUIRE(sq.produced == 2);
 }
 
-TEST_CASE("the SQ holds max_wr WQEs until completions retire them; a send CQE retires the unsignaled before it") {
+TEST_CASE("the SQ holds max_wr WQEs until completions retire them - a send CQE retires the unsignaled before it") {
     const uint32_t stride = abi::send_stride(1, 0);
     TestRing r(8, stride);  // the ring is larger than max_wr: the cap is what counts
     WorkQueue sq;
@@ -230,8 +230,7 @@ TEST_CASE("flushing completes every posted WQE not yet retired, in order, with t
     const abi::Sge sge{0x1000, 8, 1};
     const uint8_t ops[5] = {verbs::kWrSend, verbs::kWrRdmaWrite, verbs::kWrRdmaRead, verbs::kWrAtomicFetchAndAdd,
                             verbs::kWrSendWithImm};
-    for (uint64_t i = 0; i < 5; ++i)
-        REQUIRE(encode_send(sq, verbs::kQptRc, send(100 + i, ops[i], &sge, 1), 0) == 0);
+    for (uint64_t i = 0; i < 5; ++i) REQUIRE(encode_send(sq, verbs::kQptRc, send(100 + i, ops[i], &sge, 1), 0) == 0);
     retire(sq, 0);
     abi::Cqe out[8];
     REQUIRE(flush(sq, true, 0x11, out, 2) == 2);  // a short poll: the rest stays for the next one

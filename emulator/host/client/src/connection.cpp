@@ -23,9 +23,13 @@ namespace rnic::host::client {
 
 namespace {
 
-size_t round_to_pages(size_t bytes) { return (bytes + page_size() - 1) & ~(page_size() - 1); }
+size_t round_to_pages(size_t bytes) {
+    return (bytes + page_size() - 1) & ~(page_size() - 1);
+}
 
-bool peer_gone(int e) { return e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ECONNABORTED; }
+bool peer_gone(int e) {
+    return e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ECONNABORTED;
+}
 
 }  // namespace
 
@@ -38,7 +42,7 @@ std::string default_run_dir() {
     return env != nullptr && *env != '\0' ? env : abi::kDefaultRunDir;
 }
 
-Result<std::vector<std::string>> list_devices(const std::string& run_dir) {
+Result<std::vector<std::string>> list_devices(const std::string& run_dir) try {
     DIR* d = opendir(run_dir.c_str());
     if (d == nullptr) return Error{errno};
     std::vector<std::string> names;
@@ -49,9 +53,11 @@ Result<std::vector<std::string>> list_devices(const std::string& run_dir) {
     closedir(d);
     std::sort(names.begin(), names.end());
     return names;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& device, const std::string& run_dir) {
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& device, const std::string& run_dir) try {
     const std::string path = (run_dir.empty() ? default_run_dir() : run_dir) + "/" + device + ".sock";
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -65,13 +71,17 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& device, 
         return Error{e};
     }
     return adopt(fd);
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-Result<std::unique_ptr<Connection>> Connection::adopt(int socket_fd) {
+Result<std::unique_ptr<Connection>> Connection::adopt(int socket_fd) try {
     std::unique_ptr<Connection> c(new Connection);
     c->socket_ = socket_fd;
     if (const int rc = c->say_hello(); rc != 0) return Error{rc};
     return c;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
 int Connection::say_hello() {
@@ -127,7 +137,7 @@ Connection::~Connection() {
 }
 
 int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const int> fds_out,
-                     std::vector<uint8_t>* reply, std::vector<int>* fds_in) {
+                     std::vector<uint8_t>* reply, std::vector<int>* fds_in) try {
     if (dead()) return EIO;
     std::lock_guard lock(call_lock_);
     abi::MessageHeader h{};
@@ -172,6 +182,8 @@ int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const 
     else
         detail::close_all(fds);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 void Connection::mark_dead() noexcept {
@@ -195,7 +207,7 @@ bool Connection::probe_dead() noexcept {
     return dead();
 }
 
-Result<abi::PortAttr> Connection::query_port(uint8_t port_num) {
+Result<abi::PortAttr> Connection::query_port(uint8_t port_num) try {
     if (port_num != 1) return Error{EINVAL};
     std::vector<uint8_t> reply;
     if (const int rc = call(abi::Op::QueryPort, {}, {}, &reply, nullptr); rc != 0) return Error{rc};
@@ -203,22 +215,28 @@ Result<abi::PortAttr> Connection::query_port(uint8_t port_num) {
     abi::PortAttr attr;
     std::memcpy(&attr, reply.data(), sizeof attr);
     return attr;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-Result<std::string> Connection::stats() {
+Result<std::string> Connection::stats() try {
     const abi::StatsRequest req{0, 0};
     std::vector<uint8_t> reply;
     if (const int rc = call(abi::Op::Stats, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, &reply, nullptr);
         rc != 0)
         return Error{rc};
     return std::string(reply.begin(), reply.end());
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::set_log_level(const std::string& level) {
+int Connection::set_log_level(const std::string& level) try {
     abi::SetLogLevelRequest req{};
     if (level.empty() || level.size() >= sizeof req.level) return EINVAL;
     std::memcpy(req.level, level.data(), level.size());
     return call(abi::Op::SetLogLevel, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, nullptr, nullptr);
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 }  // namespace rnic::host::client

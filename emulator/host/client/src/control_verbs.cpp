@@ -49,13 +49,15 @@ int map_ring(int fd, size_t bytes, RingMapping& m) {
 
 // After the daemon is gone, destroying objects must still work so applications can clean up
 // (the kernel behaves the same on a disassociated device).
-int destroyed(int rc, const Connection& c) { return rc == EIO && c.dead() ? 0 : rc; }
+int destroyed(int rc, const Connection& c) {
+    return rc == EIO && c.dead() ? 0 : rc;
+}
 
 }  // namespace
 
 // ---- PD ----
 
-Result<Pd*> Connection::alloc_pd() {
+Result<Pd*> Connection::alloc_pd() try {
     std::lock_guard v(verbs_lock_);
     std::vector<uint8_t> reply;
     if (const int rc = call(abi::Op::AllocPd, {}, {}, &reply, nullptr); rc != 0) return Error{rc};
@@ -66,9 +68,11 @@ Result<Pd*> Connection::alloc_pd() {
     std::lock_guard lock(objects_lock_);
     pds_[r.handle] = std::move(pd);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::dealloc_pd(Pd* pd) {
+int Connection::dealloc_pd(Pd* pd) try {
     if (pd == nullptr || pd->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{pd->handle, 0};
@@ -77,15 +81,19 @@ int Connection::dealloc_pd(Pd* pd) {
     std::lock_guard lock(objects_lock_);
     pds_.erase(pd->handle);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 // ---- MR ----
 
-Result<Mr*> Connection::reg_mr(Pd* pd, void* addr, size_t length, uint32_t access) {
+Result<Mr*> Connection::reg_mr(Pd* pd, void* addr, size_t length, uint32_t access) try {
     return reg_mr_iova(pd, addr, length, reinterpret_cast<uintptr_t>(addr), access);
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-Result<Mr*> Connection::reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access) {
+Result<Mr*> Connection::reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access) try {
     if (pd == nullptr || pd->connection != this || length == 0) return Error{EINVAL};
     if (dead()) return Error{EIO};
     std::lock_guard v(verbs_lock_);
@@ -136,9 +144,11 @@ Result<Mr*> Connection::reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t 
     std::lock_guard lock(objects_lock_);
     mrs_[r.lkey] = std::move(mr);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::dereg_mr(Mr* mr) {
+int Connection::dereg_mr(Mr* mr) try {
     if (mr == nullptr || mr->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{mr->lkey, 0};
@@ -155,11 +165,13 @@ int Connection::dereg_mr(Mr* mr) {
     std::lock_guard lock(objects_lock_);
     mrs_.erase(mr->lkey);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 // ---- completion channels and CQs ----
 
-Result<CompChannel*> Connection::create_comp_channel() {
+Result<CompChannel*> Connection::create_comp_channel() try {
     std::lock_guard v(verbs_lock_);
     const int fd = eventfd(0, EFD_CLOEXEC);
     if (fd < 0) return Error{errno};
@@ -177,9 +189,11 @@ Result<CompChannel*> Connection::create_comp_channel() {
     std::lock_guard lock(objects_lock_);
     channels_[r.handle] = std::move(ch);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::destroy_comp_channel(CompChannel* channel) {
+int Connection::destroy_comp_channel(CompChannel* channel) try {
     if (channel == nullptr || channel->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     {
@@ -194,9 +208,11 @@ int Connection::destroy_comp_channel(CompChannel* channel) {
     close(channel->fd);
     channels_.erase(channel->handle);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
-Result<Cq*> Connection::create_cq(uint32_t cqe, CompChannel* channel, uint32_t comp_vector) {
+Result<Cq*> Connection::create_cq(uint32_t cqe, CompChannel* channel, uint32_t comp_vector) try {
     if (channel != nullptr && channel->connection != this) return Error{EINVAL};
     std::lock_guard v(verbs_lock_);
     const abi::CreateCqRequest req{cqe, channel != nullptr ? channel->handle : 0, comp_vector, 0};
@@ -230,9 +246,11 @@ Result<Cq*> Connection::create_cq(uint32_t cqe, CompChannel* channel, uint32_t c
     if (channel != nullptr) channel->cqs.push_back(raw);
     cqs_[r.handle] = std::move(cq);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::destroy_cq(Cq* cq) {
+int Connection::destroy_cq(Cq* cq) try {
     if (cq == nullptr || cq->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     {
@@ -248,11 +266,13 @@ int Connection::destroy_cq(Cq* cq) {
     if (cq->channel != nullptr) std::erase(cq->channel->cqs, cq);
     cqs_.erase(cq->handle);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 // ---- SRQ ----
 
-Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit) {
+Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, uint32_t srq_limit) try {
     if (pd == nullptr || pd->connection != this) return Error{EINVAL};
     std::lock_guard v(verbs_lock_);
     const abi::CreateSrqRequest req{pd->handle, max_wr, max_sge, srq_limit};
@@ -263,8 +283,7 @@ Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, u
     auto srq = std::make_unique<Srq>();
     int rc = 0;
     if (!parse(reply, r) || fds.size() != 1 || !abi::is_power_of_two(r.ring_size) || r.ring_size < r.max_wr ||
-        r.ring_stride < abi::recv_stride(r.max_sge) ||
-        r.ring_bytes < abi::ring_bytes(r.ring_size, r.ring_stride)) {
+        r.ring_stride < abi::recv_stride(r.max_sge) || r.ring_bytes < abi::ring_bytes(r.ring_size, r.ring_stride)) {
         detail::close_all(fds);
         rc = EPROTO;
     } else {
@@ -287,9 +306,11 @@ Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, u
     std::lock_guard lock(objects_lock_);
     srqs_[r.handle] = std::move(srq);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::modify_srq(Srq* srq, uint32_t attr_mask, uint32_t max_wr, uint32_t srq_limit) {
+int Connection::modify_srq(Srq* srq, uint32_t attr_mask, uint32_t max_wr, uint32_t srq_limit) try {
     if (srq == nullptr || srq->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::ModifySrqRequest req{srq->handle, attr_mask, max_wr, srq_limit};
@@ -302,9 +323,11 @@ int Connection::modify_srq(Srq* srq, uint32_t attr_mask, uint32_t max_wr, uint32
         srq->wq.max_wr = std::min(max_wr, srq->wq.ring.size());
     }
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
-Result<abi::QuerySrqReply> Connection::query_srq(Srq* srq) {
+Result<abi::QuerySrqReply> Connection::query_srq(Srq* srq) try {
     if (srq == nullptr || srq->connection != this) return Error{EINVAL};
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{srq->handle, 0};
@@ -313,9 +336,11 @@ Result<abi::QuerySrqReply> Connection::query_srq(Srq* srq) {
     abi::QuerySrqReply r{};
     if (!parse(reply, r)) return Error{EPROTO};
     return r;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::destroy_srq(Srq* srq) {
+int Connection::destroy_srq(Srq* srq) try {
     if (srq == nullptr || srq->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{srq->handle, 0};
@@ -324,11 +349,13 @@ int Connection::destroy_srq(Srq* srq) {
     std::lock_guard lock(objects_lock_);
     srqs_.erase(srq->handle);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 // ---- QP ----
 
-Result<Qp*> Connection::create_qp(Pd* pd, const QpInitAttr& attr) {
+Result<Qp*> Connection::create_qp(Pd* pd, const QpInitAttr& attr) try {
     if (pd == nullptr || pd->connection != this || attr.send_cq == nullptr || attr.recv_cq == nullptr ||
         attr.send_cq->connection != this || attr.recv_cq->connection != this ||
         (attr.srq != nullptr && attr.srq->connection != this))
@@ -400,9 +427,11 @@ Result<Qp*> Connection::create_qp(Pd* pd, const QpInitAttr& attr) {
     std::lock_guard lock(objects_lock_);
     qps_[r.qpn] = std::move(qp);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::modify_qp(Qp* qp, const abi::QpAttr& attr, uint32_t attr_mask) {
+int Connection::modify_qp(Qp* qp, const abi::QpAttr& attr, uint32_t attr_mask) try {
     if (qp == nullptr || qp->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     abi::ModifyQpRequest req{};
@@ -422,9 +451,11 @@ int Connection::modify_qp(Qp* qp, const abi::QpAttr& attr, uint32_t attr_mask) {
         }
     }
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
-Result<abi::QueryQpReply> Connection::query_qp(Qp* qp, uint32_t attr_mask) {
+Result<abi::QueryQpReply> Connection::query_qp(Qp* qp, uint32_t attr_mask) try {
     if (qp == nullptr || qp->connection != this) return Error{EINVAL};
     std::lock_guard v(verbs_lock_);
     const abi::QueryQpRequest req{qp->qpn, attr_mask};
@@ -434,9 +465,11 @@ Result<abi::QueryQpReply> Connection::query_qp(Qp* qp, uint32_t attr_mask) {
     if (!parse(reply, r)) return Error{EPROTO};
     qp->state.store(r.attr.qp_state, std::memory_order_release);
     return r;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::destroy_qp(Qp* qp) {
+int Connection::destroy_qp(Qp* qp) try {
     if (qp == nullptr || qp->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{qp->qpn, 0};
@@ -453,11 +486,13 @@ int Connection::destroy_qp(Qp* qp) {
     std::lock_guard lock(objects_lock_);
     qps_.erase(qp->qpn);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 // ---- AH ----
 
-Result<Ah*> Connection::create_ah(Pd* pd, const abi::AddressVector& av) {
+Result<Ah*> Connection::create_ah(Pd* pd, const abi::AddressVector& av) try {
     if (pd == nullptr || pd->connection != this) return Error{EINVAL};
     std::lock_guard v(verbs_lock_);
     abi::CreateAhRequest req{};
@@ -472,9 +507,11 @@ Result<Ah*> Connection::create_ah(Pd* pd, const abi::AddressVector& av) {
     std::lock_guard lock(objects_lock_);
     ahs_[r.handle] = std::move(ah);
     return raw;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-int Connection::destroy_ah(Ah* ah) {
+int Connection::destroy_ah(Ah* ah) try {
     if (ah == nullptr || ah->connection != this) return EINVAL;
     std::lock_guard v(verbs_lock_);
     const abi::HandleRequest req{ah->handle, 0};
@@ -483,6 +520,8 @@ int Connection::destroy_ah(Ah* ah) {
     std::lock_guard lock(objects_lock_);
     ahs_.erase(ah->handle);
     return 0;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 }  // namespace rnic::host::client

@@ -52,7 +52,7 @@ int Connection::req_notify_cq(Cq* cq, bool solicited_only) noexcept {
     return 0;
 }
 
-Result<Cq*> Connection::get_cq_event(CompChannel* channel) {
+Result<Cq*> Connection::get_cq_event(CompChannel* channel) try {
     if (channel == nullptr || channel->connection != this) return Error{EINVAL};
     for (;;) {
         Cq* found = nullptr;
@@ -85,12 +85,15 @@ Result<Cq*> Connection::get_cq_event(CompChannel* channel) {
         if (dead()) return Error{EIO};
         if (const int rc = wait_event_fd(channel->fd); rc != 0) return Error{rc};
     }
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-void Connection::ack_cq_events(Cq* cq, uint32_t n) {
+void Connection::ack_cq_events(Cq* cq, uint32_t n) try {
     std::lock_guard lock(objects_lock_);
     cq->events_acked += n;
     acked_.notify_all();
+} catch (...) {  // nothing to report from a void verb; never let it escape
 }
 
 void Connection::resolve(AsyncEvent& e) noexcept {
@@ -118,7 +121,7 @@ void Connection::resolve(AsyncEvent& e) noexcept {
     }
 }
 
-int Connection::get_async_event(AsyncEvent* event) {
+int Connection::get_async_event(AsyncEvent* event) try {
     for (;;) {
         bool got = false;
         bool more = false;
@@ -153,6 +156,8 @@ int Connection::get_async_event(AsyncEvent* event) {
         if (dead()) return EIO;
         if (const int rc = wait_event_fd(async_fd_); rc != 0) return rc;
     }
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 }  // namespace rnic::host::client

@@ -70,8 +70,8 @@ int replace_with_memfd(Segment& s, const Vma& v) {
     // The kernel copies, not memcpy: whole pages include bytes the application never
     // allocated, which a sanitizer would (rightly, for C++) call an overflow.
     for (size_t done = 0; done < s.length;) {
-        const long n = syscall(SYS_pwrite64, fd, static_cast<const char*>(at) + done, s.length - done,
-                               static_cast<off_t>(done));
+        const long n =
+            syscall(SYS_pwrite64, fd, static_cast<const char*>(at) + done, s.length - done, static_cast<off_t>(done));
         if (n <= 0) {
             const int e = n < 0 ? errno : EIO;
             munmap(tmp, s.length);
@@ -136,7 +136,7 @@ size_t PageSharer::live_segments() const {
     return segments_.size();
 }
 
-Result<SharedRange> PageSharer::acquire(const void* addr, size_t length) {
+Result<SharedRange> PageSharer::acquire(const void* addr, size_t length) try {
     const size_t ps = page_size();
     const auto a = reinterpret_cast<uintptr_t>(addr);
     if (length == 0 || a + length < a || a + length > UINTPTR_MAX - ps) return Error{EINVAL};
@@ -219,9 +219,11 @@ Result<SharedRange> PageSharer::acquire(const void* addr, size_t length) {
     for (const auto& s : range.segments)
         if (s->refs++ == 0) std::erase(idle_, s->id);
     return range;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
 }
 
-void PageSharer::release(const SharedRange& range) {
+void PageSharer::release(const SharedRange& range) try {
     std::lock_guard lock(mutex_);
     for (const auto& s : range.segments) {
         if (s->refs == 0 || --s->refs != 0) continue;
@@ -229,6 +231,7 @@ void PageSharer::release(const SharedRange& range) {
         if (it != segments_.end() && it->second == s) idle_.push_back(s->id);
     }
     drop_idle_surplus();
+} catch (...) {  // nothing to report from a void verb; never let it escape
 }
 
 void PageSharer::drop_idle_surplus() {

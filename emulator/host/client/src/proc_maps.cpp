@@ -28,8 +28,8 @@ std::vector<Vma> read_self_maps() {
         Vma v{};
         v.start = start;
         v.end = end;
-        v.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-                 (perms[2] == 'x' ? PROT_EXEC : 0);
+        v.prot =
+            (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
         v.shared = perms[3] == 's';
         v.offset = offset;
         v.dev_major = major;

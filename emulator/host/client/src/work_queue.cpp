@@ -26,7 +26,9 @@ bool opcode_allowed(uint32_t qp_type, uint8_t op) {
     }
 }
 
-bool is_atomic(uint8_t op) { return op == kWrAtomicCmpAndSwp || op == kWrAtomicFetchAndAdd; }
+bool is_atomic(uint8_t op) {
+    return op == kWrAtomicCmpAndSwp || op == kWrAtomicFetchAndAdd;
+}
 
 uint32_t outstanding(const WorkQueue& q) {
     return q.produced.load(std::memory_order_relaxed) - q.retired.load(std::memory_order_acquire);

@@ -142,7 +142,7 @@ private:
     std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;  // by QPN
     std::unordered_map<uint32_t, std::unique_ptr<Ah>> ahs_;
     std::unordered_map<uint32_t, uint32_t> segment_users_;  // segment id -> MRs of this connection
-    std::condition_variable acked_;  // destroy_cq waits for ack_cq_events
+    std::condition_variable acked_;                         // destroy_cq waits for ack_cq_events
 };
 
 }  // namespace rnic::host::client

@@ -59,8 +59,8 @@ struct Cq;
 struct CompChannel {
     Connection* connection;
     uint32_t handle;
-    int fd;                   // the eventfd rnicd writes; the application may set O_NONBLOCK on it
-    std::vector<Cq*> cqs;     // guarded by the connection's object lock
+    int fd;                // the eventfd rnicd writes; the application may set O_NONBLOCK on it
+    std::vector<Cq*> cqs;  // guarded by the connection's object lock
 };
 
 struct Cq {
@@ -71,7 +71,7 @@ struct Cq {
     RingMapping memory;
     abi::RingView ring;
 
-    std::mutex lock;      // poll_cq; the QPs below
+    std::mutex lock;  // poll_cq; the QPs below
     uint32_t consumed = 0;
     std::unordered_map<uint32_t, Qp*> qps;  // QPs completing here, by QPN: slots to retire, flushes
     uint32_t empty_polls = 0;
@@ -79,7 +79,7 @@ struct Cq {
 
     // Completion events (ibv_get_cq_event / ibv_ack_cq_events), guarded by the connection's
     // event lock.
-    uint32_t events_seen = 0;        // of the ring's `events` counter
+    uint32_t events_seen = 0;  // of the ring's `events` counter
     uint32_t events_delivered = 0;
     uint32_t events_acked = 0;
     bool death_event_pending = false;  // one wake-up so a sleeping application polls the flushes
@@ -89,13 +89,13 @@ struct Cq {
 // (docs/host_interface.md, "Slot reuse and ENOMEM").
 struct WorkQueue {
     abi::RingView ring;
-    uint32_t max_wr = 0;   // the granted capacity; the ring may be larger (a power of two)
+    uint32_t max_wr = 0;  // the granted capacity; the ring may be larger (a power of two)
     uint32_t max_sge = 0;
     uint32_t max_inline = 0;
-    std::mutex lock;                      // posting; reset; flushing
+    std::mutex lock;  // posting; reset; flushing
     // Our producer index: written under `lock`, read by the CQ poller to bound retirement.
     std::atomic<uint32_t> produced{0};
-    std::atomic<uint32_t> retired{0};     // advanced by the CQ poller (and by flushing)
+    std::atomic<uint32_t> retired{0};  // advanced by the CQ poller (and by flushing)
 };
 
 struct Srq {

@@ -6,9 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <vector>
 
 #include "rnic/host/client/result.hpp"

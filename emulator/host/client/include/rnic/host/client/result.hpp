@@ -14,7 +14,7 @@ template <class T>
 class Result {
 public:
     Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-    Result(Error e) : error_(e.code) {}             // NOLINT: implicit by design
+    Result(Error e) : error_(e.code) {}            // NOLINT: implicit by design
 
     bool ok() const noexcept { return error_ == 0; }
     explicit operator bool() const noexcept { return ok(); }
