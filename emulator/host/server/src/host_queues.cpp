@@ -35,6 +35,23 @@ bool has_wqes(const WorkQueue& q) {
     return q.ring.valid() && !q.broken && q.ring.header().producer.load(std::memory_order_relaxed) != q.consumed;
 }
 
+// Reads the receive WQE at `slot` (RQ and SRQ share the layout) into `w` and, when its SGE count
+// fits the queue and the ring's stride, into `wr` with the ring index as the engine's wr_id.
+// False: the WQE is malformed and must not reach the engine.
+bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, uint32_t index, abi::RecvWqe& w,
+                     tp::RecvWr& wr) {
+    std::memcpy(&w, slot, sizeof w);
+    if (w.num_sge > max_sge || sizeof w + size_t{w.num_sge} * sizeof(abi::Sge) > stride) return false;
+    wr.wr_id = index;
+    wr.sg_list.clear();
+    for (uint32_t i = 0; i < w.num_sge; ++i) {
+        abi::Sge g;
+        std::memcpy(&g, slot + sizeof w + i * sizeof g, sizeof g);
+        wr.sg_list.push_back({g.addr, g.length, g.lkey});
+    }
+    return true;
+}
+
 bool new_doorbell(const WorkQueue& q) {
     return q.ring.valid() && !q.broken && q.ring.header().producer.load(std::memory_order_relaxed) != q.seen;
 }
@@ -177,19 +194,9 @@ size_t HostService::Impl::scan_work_queues() {
             for (; ready > 0; --ready) {
                 const auto* slot = static_cast<const uint8_t*>(rq.ring.entry(rq.consumed));
                 abi::RecvWqe w;
-                std::memcpy(&w, slot, sizeof w);
-                tp::RecvWr& wr = recv_scratch;
-                int rc = EINVAL;
-                if (w.num_sge <= rq.max_sge && sizeof w + size_t{w.num_sge} * sizeof(abi::Sge) <= stride) {
-                    wr.wr_id = rq.consumed;
-                    wr.sg_list.clear();
-                    for (uint32_t i = 0; i < w.num_sge; ++i) {
-                        abi::Sge g;
-                        std::memcpy(&g, slot + sizeof w + i * sizeof g, sizeof g);
-                        wr.sg_list.push_back({g.addr, g.length, g.lkey});
-                    }
-                    rc = engine.post_recv(qp.qpn, wr);
-                }
+                const int rc = decode_recv_wqe(slot, rq.max_sge, stride, rq.consumed, w, recv_scratch)
+                                   ? engine.post_recv(qp.qpn, recv_scratch)
+                                   : EINVAL;
                 if (rc == ENOMEM) {
                     ++counters.wqes_engine_full;
                     break;
@@ -232,19 +239,9 @@ size_t HostService::Impl::scan_work_queues() {
         for (; ready > 0; --ready) {
             const auto* slot = static_cast<const uint8_t*>(q.ring.entry(q.consumed));
             abi::RecvWqe w;
-            std::memcpy(&w, slot, sizeof w);
-            tp::RecvWr& wr = recv_scratch;
-            int rc = EINVAL;
-            if (w.num_sge <= q.max_sge && sizeof w + size_t{w.num_sge} * sizeof(abi::Sge) <= stride) {
-                wr.wr_id = q.consumed;
-                wr.sg_list.clear();
-                for (uint32_t i = 0; i < w.num_sge; ++i) {
-                    abi::Sge g;
-                    std::memcpy(&g, slot + sizeof w + i * sizeof g, sizeof g);
-                    wr.sg_list.push_back({g.addr, g.length, g.lkey});
-                }
-                rc = engine.post_srq_recv(srq.handle, wr);
-            }
+            const int rc = decode_recv_wqe(slot, q.max_sge, stride, q.consumed, w, recv_scratch)
+                               ? engine.post_srq_recv(srq.handle, recv_scratch)
+                               : EINVAL;
             if (rc == ENOMEM) {
                 ++counters.wqes_engine_full;
                 break;
