@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # Two network namespaces joined by a veth pair, optionally an rnicd in each. Addresses live only
-# inside the namespaces (10.77.0.0/24 by default). Everything is bounded in time; `down` kills
-# only the PIDs `up` recorded and is safe to run any number of times.
+# inside the namespaces (10.77.0.0/24 and the ULA prefix fd77::/64 by default). Everything is
+# bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
-#   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [-- rnicd args]
+#   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
+#                         [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  drop PCT% of RoCEv2 frames each side sends (0: off)
 #
 # Environment: RNIC_TESTBED (name prefix, default rnictb: use another to run beds side by side),
 # RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
-# RNIC_TESTBED_NET (first three octets, default 10.77.0), RNIC_TESTBED_MTU (veth MTU, default
-# 9000 so RoCE's 4096-byte path MTU fits; 1500 limits rnicd's active MTU to 1024).
+# RNIC_TESTBED_NET (first three octets, default 10.77.0), RNIC_TESTBED_NET6 (a /64 prefix ending
+# in "::", default fd77::), RNIC_TESTBED_MTU (veth MTU, default 9000 so RoCE's 4096-byte path MTU
+# fits; 1500 limits rnicd's active MTU to 1024).
 #
 # Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
 # 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
-# answer (ICMP port unreachable). With `--daemons a`, B is a plain kernel host at .2 (ping,
-# ARP); with `--daemons both`, B is set up like A and runs the second rnicd at .2.
+# answer (ICMP port unreachable). Each rnicd also gets ::1 (A) or ::2 (B) of the IPv6 prefix
+# (--ip6) besides its link-local address. With `--daemons a`, B is a plain kernel host at .2 and
+# ::2 (ping, ARP, ping -6, neighbour discovery; IPv6 enabled on its interface only); with
+# `--daemons both`, B is set up like A and runs the second rnicd at .2 and ::2.
+# Each daemon has its own control-socket directory (run-a, run-b, both named rnic0) unless
+# --one-run-dir puts them side by side in $RNIC_TESTBED_DIR/run as rnic0 (A) and rnic1 (B), the
+# way one host with two RNICs looks to ibv_devices.
 set -euo pipefail
 
 name=${RNIC_TESTBED:-rnictb}
 state=${RNIC_TESTBED_DIR:-/tmp/$name}
 net=${RNIC_TESTBED_NET:-10.77.0}
+net6=${RNIC_TESTBED_NET6:-fd77::}
 mtu=${RNIC_TESTBED_MTU:-9000}
 ns_a=$name-a ns_b=$name-b
 if_a=${name:0:10}a if_b=${name:0:10}b   # interface names are at most 15 bytes
@@ -29,7 +37,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "testbed: $*" >&2; exit 1; }
 
-# Hands a namespace's interface over to rnicd: the kernel must stay silent on it.
+# Hands a namespace's interface over to rnicd: the kernel must stay silent on it. The ingress
+# rule drops RoCEv2 right after the packet sockets (af_packet's ring, the wake socket) got their
+# copy and before the IP layer, which would otherwise route every frame to an error (no address
+# here: IpInAddrErrors) at a cost per frame that showed in the bandwidth; the input rule stays as
+# the guard for an address added later.
 quiet_kernel() {
     local ns=$1 ifname=$2
     ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$ifname.disable_ipv6=1"
@@ -37,15 +49,25 @@ quiet_kernel() {
 table inet rnic {
   chain input { type filter hook input priority -300; udp dport 4791 drop; }
 }
+table netdev rnic {
+  chain ingress { type filter hook ingress device "$ifname" priority -500; udp dport 4791 drop; }
+}
 NFT
 }
 
-start_rnicd() {  # side ns ifname ip
-    local side=$1 ns=$2 ifname=$3 ip=$4
+start_rnicd() {  # side ns ifname ip ip6
+    local side=$1 ns=$2 ifname=$3 ip=$4 ip6=$5
     local log=$state/rnicd-$side.log pidfile=$state/rnicd-$side.pid rcfile=$state/rnicd-$side.rc
     # Each daemon gets its own control-socket directory: both would otherwise claim
     # /run/rnic/rnic0.sock (namespaces share the filesystem).
-    local args=(--iface "$ifname" --ip "$ip/24" --run-dir "$state/run-$side")
+    local args=(--iface "$ifname" --ip "$ip/24" --ip6 "$ip6/64")
+    if ((one_run_dir)); then
+        local dev=rnic0
+        [[ $side == b ]] && dev=rnic1
+        args+=(--run-dir "$state/run" --name "$dev")
+    else
+        args+=(--run-dir "$state/run-$side")
+    fi
     ((pcap)) && args+=(--pcap "$state/$side.pcap")
     ((busy)) && args+=(--busy-poll)
     args+=("${extra[@]}")
@@ -64,13 +86,14 @@ start_rnicd() {  # side ns ifname ip
 }
 
 cmd_up() {
-    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 extra=()
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 extra=()
     while (($#)); do
         case $1 in
             --daemons) daemons=$2; shift 2 ;;
             --rnicd) rnicd=$2; shift 2 ;;
             --pcap) pcap=1; shift ;;
             --busy-poll) busy=1; shift ;;
+            --one-run-dir) one_run_dir=1; shift ;;
             --) shift; extra=("$@"); break ;;
             *) die "unknown option $1" ;;
         esac
@@ -90,17 +113,26 @@ cmd_up() {
         quiet_kernel "$ns_b" "$if_b"
     else
         ip -n "$ns_b" addr add "$net.2/24" dev "$if_b"
+        # The kernel host speaks IPv6 on this interface only, from an address no duplicate
+        # address detection delays (nodad): it is the daemon's peer for ping -6 and ND.
+        ip netns exec "$ns_b" sysctl -qw "net.ipv6.conf.$if_b.disable_ipv6=0"
+        ip -n "$ns_b" addr add "${net6}2/64" dev "$if_b" nodad
     fi
     {
         echo "ns_a=$ns_a ns_b=$ns_b if_a=$if_a if_b=$if_b"
         echo "ip_a=$net.1 ip_b=$net.2"
+        echo "ip6_a=${net6}1 ip6_b=${net6}2"
         echo "mac_a=$(ip netns exec "$ns_a" cat /sys/class/net/"$if_a"/address)"
         echo "mac_b=$(ip netns exec "$ns_b" cat /sys/class/net/"$if_b"/address)"
-        echo "sock_a=$state/run-a/rnic0.sock sock_b=$state/run-b/rnic0.sock"
+        if ((one_run_dir)); then
+            echo "run_dir=$state/run sock_a=$state/run/rnic0.sock sock_b=$state/run/rnic1.sock"
+        else
+            echo "sock_a=$state/run-a/rnic0.sock sock_b=$state/run-b/rnic0.sock"
+        fi
     } > "$state/env"
     [[ $daemons == none ]] && return 0
-    start_rnicd a "$ns_a" "$if_a" "$net.1"
-    [[ $daemons == both ]] && start_rnicd b "$ns_b" "$if_b" "$net.2"
+    start_rnicd a "$ns_a" "$if_a" "$net.1" "${net6}1"
+    [[ $daemons == both ]] && start_rnicd b "$ns_b" "$if_b" "$net.2" "${net6}2"
     return 0
 }
 
@@ -157,5 +189,5 @@ case ${1:-} in
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -135,12 +135,21 @@ void bring_up(Side& s, hc::Qp* qp, uint32_t remote_qpn, const abi::AddressVector
     REQUIRE(s.conn->modify_qp(qp, attr, mask) == 0);
 }
 
+abi::AddressVector peer_av(const Side& s, uint8_t gid_index) {
+    const auto& hello = s.conn->hello();
+    REQUIRE(gid_index < hello.gid_count);
+    abi::AddressVector av = s.self_av;
+    std::memcpy(av.dgid, hello.gids[gid_index], 16);
+    av.sgid_index = gid_index;
+    return av;
+}
+
 QpPair connect_pair(Side& a, Side& b, const QpOptions& o) {
     QpPair p;
     p.a = create_qp(a, o);
     p.b = create_qp(b, o);
-    bring_up(a, p.a, p.b->qpn, b.self_av, o);
-    bring_up(b, p.b, p.a->qpn, a.self_av, o);
+    bring_up(a, p.a, p.b->qpn, peer_av(b, o.gid_index), o);
+    bring_up(b, p.b, p.a->qpn, peer_av(a, o.gid_index), o);
     return p;
 }
 

@@ -58,7 +58,14 @@ struct QpOptions {
     uint8_t rnr_retry = 7;
     uint32_t max_wr = 256;
     uint32_t qkey = 0x11111111;
+    // The GID both ends use (as source and as the peer's destination): 0 is the IPv4-mapped one,
+    // 1 link-local, 2 the first --ip6 address (RoCEv2 over IPv6).
+    uint8_t gid_index = 0;
 };
+
+// How a peer addresses `s` through its GID `gid_index`, sending from its own GID of that index
+// (both daemons have the same GID layout).
+host::abi::AddressVector peer_av(const Side& s, uint8_t gid_index);
 
 // Two QPs, one per side, created and moved to RTS against each other.
 QpPair connect_pair(Side& a, Side& b, const QpOptions& options);

@@ -6,7 +6,13 @@ namespace rnic::test {
 
 EngineConfig node_config(uint8_t host, EngineConfig base) {
     base.mac = {0x02, 0, 0, 0, 0, host};
-    base.gids = {wire::Gid::from_ipv4(0x0A000000u | host)};
+    // rnicd's layout: the IPv4-mapped GID, then link-local, then a global (ULA) address.
+    std::array<uint8_t, 16> link_local{0xfe, 0x80};
+    link_local[15] = host;
+    std::array<uint8_t, 16> global{0xfd, 0x77};
+    global[15] = host;
+    base.gids = {wire::Gid::from_ipv4(0x0A000000u | host), wire::Gid::from_ipv6(link_local),
+                 wire::Gid::from_ipv6(global)};
     return base;
 }
 
@@ -87,9 +93,11 @@ void TwoNodes::connect(const QpOptions& o) {
     make_qp(a, o.srq_a);
     make_qp(b, o.srq_b);
     AddressVector to_b, to_a;
-    to_b.dgid = b.e().config().gids[0];
+    to_b.dgid = b.e().config().gids.at(o.sgid_index);
+    to_b.sgid_index = o.sgid_index;
     to_b.dmac = b.e().config().mac;
-    to_a.dgid = a.e().config().gids[0];
+    to_a.dgid = a.e().config().gids.at(o.sgid_index);
+    to_a.sgid_index = o.sgid_index;
     to_a.dmac = a.e().config().mac;
     // a sends with sq_psn into b's rq_psn and vice versa.
     bring_up(a.e(), a.qpn, o, b.qpn, o.rq_psn, o.sq_psn, to_b);

@@ -77,6 +77,7 @@ struct QpOptions {
     std::optional<uint32_t> srq_a;
     std::optional<uint32_t> srq_b;
     uint32_t qkey = 0x11111111;
+    uint8_t sgid_index = 0;  // 0: IPv4-mapped; 1: fe80::host, 2: fd77::host (RoCEv2 over IPv6)
 };
 
 class TwoNodes {

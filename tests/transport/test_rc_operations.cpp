@@ -253,7 +253,7 @@ TEST_CASE("device and port attributes", "[engine]") {
     const PortAttributes p = t.a.e().query_port();
     CHECK(p.active);
     CHECK(p.active_mtu == Mtu::Mtu4096);
-    CHECK(p.gid_tbl_len == 1);
+    CHECK(p.gid_tbl_len == 3);
     CHECK(t.a.e().gids()[0].to_string() == "::ffff:10.0.0.1");
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("UC SEND and WRITE at every MTU, no ACKs on the wire", "[engine][uc]")
     }
 }
 
-TEST_CASE("UC: a lost packet loses its message; the next message arrives intact", "[engine][uc]") {
+TEST_CASE("UC: a lost packet loses its message, the next message arrives intact", "[engine][uc]") {
     sim::LinkConfig link;
     int dropped = 0;
     link.drop_filter = [&](std::span<const uint8_t> f) {
@@ -138,7 +138,7 @@ TEST_CASE("SRQ: receives shared by two QPs, limit event", "[engine][srq]") {
     CHECK_FALSE(t.b.e().poll_async_event(ev));  // fires once until re-armed
 }
 
-TEST_CASE("UD at every MTU: sizes up to the MTU; a send-side error moves UD to SQE, receiving goes on", "[engine][ud]") {
+TEST_CASE("UD at every MTU: sizes up to the MTU, a send-side error moves UD to SQE, receiving goes on", "[engine][ud]") {
     for (Mtu mtu : {Mtu::Mtu256, Mtu::Mtu512, Mtu::Mtu1024, Mtu::Mtu2048, Mtu::Mtu4096}) {
         const uint32_t m = mtu_bytes(mtu);
         TwoNodes t(14);

@@ -26,15 +26,17 @@ uint16_t ipv4_header_checksum(const uint8_t* header, size_t header_length) noexc
     return static_cast<uint16_t>(~inet_fold(sum));
 }
 
+uint32_t pseudo_header_sum(const uint8_t* ip, uint8_t next_header, size_t upper_length) noexcept {
+    // Source and destination address, then the protocol and the upper-layer length (IPv6 puts
+    // them in 32-bit fields; summed as 16-bit words the result is the same).
+    uint32_t sum = (ip[0] >> 4) == 4 ? inet_sum(ip + 12, 8) : inet_sum(ip + 8, 32);
+    sum += next_header;
+    sum += static_cast<uint32_t>(upper_length >> 16) + static_cast<uint32_t>(upper_length & 0xFFFF);
+    return inet_fold(sum);
+}
+
 uint16_t udp_checksum(const uint8_t* ip, const uint8_t* udp, size_t udp_length) noexcept {
-    uint32_t sum = 0;
-    if ((ip[0] >> 4) == 4) {
-        sum = inet_sum(ip + 12, 8);  // source and destination address
-    } else {
-        sum = inet_sum(ip + 8, 32);
-    }
-    sum += kIpProtoUdp;
-    sum += static_cast<uint32_t>(udp_length);
+    uint32_t sum = pseudo_header_sum(ip, kIpProtoUdp, udp_length);
     sum = inet_sum(udp, 6, sum);  // ports and length; the checksum field counts as zero
     sum = inet_sum(udp + 8, udp_length - 8, sum);
     const uint16_t c = static_cast<uint16_t>(~inet_fold(sum));

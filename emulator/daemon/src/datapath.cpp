@@ -9,11 +9,18 @@ namespace rnic::daemon {
 
 Datapath::Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
                    int64_t realtime_offset_ns)
-    : io_(io), engine_(engine), self_(self), capture_(capture), realtime_offset_ns_(realtime_offset_ns), arp_(self) {}
+    : io_(io),
+      engine_(engine),
+      self_(std::move(self)),
+      capture_(capture),
+      realtime_offset_ns_(realtime_offset_ns),
+      arp_(self_),
+      nd_(self_) {}
 
 void Datapath::start(uint64_t now_ns) {
     now_ = now_ns;
     arp_.announce(io_.tx());
+    nd_.announce(io_.tx());
     io_.flush_tx();
 }
 
@@ -53,14 +60,16 @@ void Datapath::LoopbackSink::commit(size_t length) {
     down.commit(length);
 }
 
-Neighbour Datapath::resolve(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac) {
-    if (ipv4 == self_.ipv4) {
+template <class Agent, class Addr>
+Neighbour Datapath::lookup(Agent& agent, const Addr& addr, bool own, bool on_link, uint64_t now_ns,
+                           wire::MacAddr& mac) {
+    if (own) {
         mac = self_.mac;
         return Neighbour::Resolved;
     }
-    // No routing yet: an off-link address would only time out in ARP.
-    if (!self_.on_link(ipv4) || arp_.unreachable(ipv4)) return Neighbour::Unreachable;
-    if (const auto m = arp_.resolve(ipv4, now_ns, io_.tx())) {
+    // No routing yet: an off-link address would only time out.
+    if (!on_link || agent.unreachable(addr)) return Neighbour::Unreachable;
+    if (const auto m = agent.resolve(addr, now_ns, io_.tx())) {
         mac = *m;
         return Neighbour::Resolved;
     }
@@ -68,10 +77,51 @@ Neighbour Datapath::resolve(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac) 
     return Neighbour::Pending;
 }
 
+Neighbour Datapath::resolve(const wire::Gid& dgid, uint64_t now_ns, wire::MacAddr& mac) {
+    if (dgid.is_ipv4_mapped()) {
+        const uint32_t ip = dgid.ipv4();
+        return lookup(arp_, ip, ip == self_.ipv4, self_.on_link(ip), now_ns, mac);
+    }
+    const port::Ipv6Addr& ip = dgid.raw;
+    // Multicast and :: are never a neighbour; without an IPv6 address we cannot ask.
+    const bool usable = !self_.ipv6.empty() && !port::is_multicast(ip) && !port::is_unspecified(ip);
+    return lookup(nd_, ip, self_.owns(ip), usable && self_.on_link(ip), now_ns, mac);
+}
+
 void Datapath::warn_malformed(port::FrameClass c, size_t length) {
     if (malformed_log_.allow(now_))
         spdlog::warn("dropped a {}-byte frame: {} ({} similar lines suppressed)", length, port::to_string(c),
                      malformed_log_.suppressed());
+}
+
+void Datapath::warn_icmp(const char* family, const char* what) {
+    if (icmp_log_.allow(now_))
+        spdlog::warn("dropped an {} frame: {} ({} similar lines suppressed)", family, what, icmp_log_.suppressed());
+}
+
+void Datapath::receive_icmp(std::span<const uint8_t> frame) {
+    const auto r = port::answer_echo(frame, self_, io_.tx(), icmp_);
+    if (r == port::IcmpResult::BadChecksum || r == port::IcmpResult::Malformed)
+        warn_icmp("ICMP", r == port::IcmpResult::BadChecksum ? "bad checksum" : "malformed");
+}
+
+void Datapath::receive_icmp6(std::span<const uint8_t> frame, uint64_t now_ns) {
+    const auto m = port::parse_icmp6(frame);
+    if (!m) {
+        const bool checksum = m.error() == port::Icmp6Error::BadChecksum;
+        ++(checksum ? icmp6_.bad_checksum : icmp6_.malformed);
+        warn_icmp("ICMPv6", checksum ? "bad checksum" : "malformed");
+        return;
+    }
+    switch (m->type) {
+        case port::kIcmp6NeighborSolicitation:
+        case port::kIcmp6NeighborAdvertisement: nd_.receive(*m, now_ns, io_.tx()); break;
+        case port::kIcmp6EchoRequest:
+            if (port::answer_echo6(*m, self_, io_.tx(), icmp6_) == port::IcmpResult::Malformed)
+                warn_icmp("ICMPv6", "malformed echo request");
+            break;
+        default: ++icmp6_.other_types; break;  // router discovery, MLD, errors: not served
+    }
 }
 
 size_t Datapath::poll(uint64_t now_ns) {
@@ -84,15 +134,8 @@ size_t Datapath::poll(uint64_t now_ns) {
         ++counters_.rx_by_class[static_cast<size_t>(c)];
         switch (c) {
             case port::FrameClass::Arp: arp_.receive(frame, now_ns, io_.tx()); break;
-            case port::FrameClass::IcmpForUs:
-                if (const auto r = port::answer_echo(frame, self_, io_.tx(), icmp_);
-                    r == port::IcmpResult::BadChecksum || r == port::IcmpResult::Malformed) {
-                    if (icmp_log_.allow(now_ns))
-                        spdlog::warn("dropped an ICMP frame: {} ({} similar lines suppressed)",
-                                     r == port::IcmpResult::BadChecksum ? "bad checksum" : "malformed",
-                                     icmp_log_.suppressed());
-                }
-                break;
+            case port::FrameClass::IcmpForUs: receive_icmp(frame); break;
+            case port::FrameClass::Icmp6ForUs: receive_icmp6(frame, now_ns); break;
             case port::FrameClass::RoceForUs:
                 ++counters_.roce_rx;
                 if (capture_) capture(frame);
@@ -100,8 +143,7 @@ size_t Datapath::poll(uint64_t now_ns) {
                 break;
             case port::FrameClass::Malformed: warn_malformed(c, frame.size()); break;
             case port::FrameClass::NotForUs:
-            case port::FrameClass::OtherForUs:
-            case port::FrameClass::Ipv6: break;  // counted above; a shared segment is full of these
+            case port::FrameClass::OtherForUs: break;  // counted above; a shared segment is full of these
         }
     }
     io_.release_rx();
@@ -123,6 +165,7 @@ size_t Datapath::poll(uint64_t now_ns) {
 
     engine_.advance(now_ns);
     arp_.advance(now_ns, io_.tx());
+    nd_.advance(now_ns, io_.tx());
     const size_t sent = engine_.transmit(loopback_sink_, now_ns, kBurst);
     counters_.roce_tx += sent;
     io_.flush_tx();
@@ -131,8 +174,8 @@ size_t Datapath::poll(uint64_t now_ns) {
 
 std::optional<uint64_t> Datapath::next_deadline() const {
     auto a = engine_.next_deadline();
-    const auto b = arp_.next_deadline();
-    if (!a || (b && *b < *a)) a = b;
+    for (const auto b : {arp_.next_deadline(), nd_.next_deadline()})
+        if (!a || (b && *b < *a)) a = b;
     return a;
 }
 
@@ -146,6 +189,7 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("port_tx_bytes", ps.tx_bytes);
     put("port_tx_no_buffer", ps.tx_no_buffer);
     put("port_tx_dropped", ps.tx_dropped);
+    put("port_rx_missed", ps.rx_missed);
     for (size_t i = 0; i < port::kFrameClassCount; ++i)
         put("port_rx_" + std::string(port::to_string(static_cast<port::FrameClass>(i))), counters_.rx_by_class[i]);
     put("roce_rx", counters_.roce_rx);
@@ -153,30 +197,26 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("captured", counters_.captured);
     put("loopback_frames", counters_.loopback_frames);
     put("polls", counters_.polls);
-    const auto& a = arp_.counters();
-    put("arp_requests_received", a.requests_received);
-    put("arp_replies_sent", a.replies_sent);
-    put("arp_requests_sent", a.requests_sent);
-    put("arp_replies_received", a.replies_received);
-    put("arp_gratuitous_sent", a.gratuitous_sent);
-    put("arp_resolved", a.resolved);
-    put("arp_resolution_failures", a.resolution_failures);
-    put("arp_queued_frames", a.queued_frames);
-    put("arp_queued_dropped", a.queued_dropped);
-    put("arp_ignored", a.ignored);
-    put("arp_address_conflicts", a.address_conflicts);
+    // Each part's own counter list under its prefix (arp_, nd_, icmp_, icmp6_).
+    auto put_all = [&](const std::string& prefix, const auto& list) {
+        for (const auto& [name, v] : list) put(prefix + std::string(name), v);
+    };
+    put_all("arp_", arp_.counters().list());
+    put_all("arp_", arp_.cache().counters().list());
     put("arp_entries", arp_.entries());
-    put("icmp_echo_requests", icmp_.echo_requests);
-    put("icmp_echo_replies", icmp_.echo_replies);
-    put("icmp_other_types", icmp_.other_types);
-    put("icmp_bad_checksum", icmp_.bad_checksum);
+    put_all("nd_", nd_.counters().list());
+    put_all("nd_", nd_.cache().counters().list());
+    put("nd_entries", nd_.entries());
+    put_all("icmp_", icmp_.list());
+    put_all("icmp6_", icmp6_.list());
     return out;
 }
 
 std::string Datapath::summary() const {
     std::ostringstream out;
     for (const auto& [name, v] : counter_list())
-        if (v && name != "polls" && name != "arp_entries" && name != "port_rx_bytes" && name != "port_tx_bytes")
+        if (v && name != "polls" && name != "arp_entries" && name != "nd_entries" && name != "port_rx_bytes" &&
+            name != "port_tx_bytes")
             out << name << '=' << v << ' ';
     for (const auto& [name, v] : engine_.device_counters().list())
         if (v) out << "engine_" << name << '=' << v << ' ';

@@ -1,6 +1,7 @@
 // One turn of rnicd's poll loop over any PortIo: receive a burst, classify, hand each frame to
-// ARP, ICMP or the engine (or count and drop it), run timers, let the engine fill the TX burst,
-// send. No DPDK here, so the whole turn is tested over FakePort.
+// ARP, ICMP, ICMPv6 (neighbour discovery, echo) or the engine (or count and drop it), run
+// timers, let the engine fill the TX burst, send. No DPDK here, so the whole turn is tested over
+// FakePort.
 #pragma once
 
 #include <array>
@@ -15,8 +16,10 @@
 #include "rnic/port/capture.hpp"
 #include "rnic/port/classify.hpp"
 #include "rnic/port/icmp_echo.hpp"
+#include "rnic/port/neighbour_discovery.hpp"
 #include "rnic/port/port_io.hpp"
 #include "rnic/transport/engine.hpp"
+#include "rnic/wire/gid.hpp"
 
 namespace rnic::daemon {
 
@@ -36,23 +39,30 @@ class Datapath {
 public:
     static constexpr size_t kBurst = 32;
 
-    // `capture` may be null (capture off). `realtime_offset_ns` turns the loop's monotonic
-    // clock into the wall-clock time pcap timestamps want.
+    // `self` holds every address the port answers for (main puts the link-local IPv6 address
+    // first); the engine's GID table must be port::gid_table(self). `capture` may be null
+    // (capture off). `realtime_offset_ns` turns the loop's monotonic clock into the wall-clock
+    // time pcap timestamps want.
     Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
              int64_t realtime_offset_ns = 0);
 
-    void start(uint64_t now_ns);  // gratuitous ARP
+    void start(uint64_t now_ns);   // gratuitous ARP, unsolicited neighbour advertisements
     size_t poll(uint64_t now_ns);  // frames received + frames the engine sent
     std::optional<uint64_t> next_deadline() const;
 
-    // The MAC for an on-link IPv4 address (host order) for an address vector: our own MAC for
-    // our own address, else ARP (a request goes out at once when nothing is known).
-    Neighbour resolve(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac);
+    // The MAC for an address vector's destination GID: our own MAC for our own addresses (the
+    // loopback path), else ARP for IPv4-mapped GIDs and neighbour discovery for IPv6 ones (a
+    // request goes out at once when nothing is known). Off-link addresses are Unreachable: no
+    // routing yet.
+    Neighbour resolve(const wire::Gid& dgid, uint64_t now_ns, wire::MacAddr& mac);
 
     const DatapathCounters& counters() const noexcept { return counters_; }
     const port::ArpAgent& arp() const noexcept { return arp_; }
     port::ArpAgent& arp() noexcept { return arp_; }
+    const port::NdAgent& nd() const noexcept { return nd_; }
+    port::NdAgent& nd() noexcept { return nd_; }
     const port::IcmpCounters& icmp() const noexcept { return icmp_; }
+    const port::IcmpCounters& icmp6() const noexcept { return icmp6_; }
     // Every counter of the port, classes, ARP and ICMP by name (the Stats op).
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
     // "name=value ..." of every counter that is not zero, for the log.
@@ -87,6 +97,12 @@ private:
 
     void capture(std::span<const uint8_t> frame);
     void warn_malformed(port::FrameClass c, size_t length);
+    void warn_icmp(const char* family, const char* what);
+    void receive_icmp(std::span<const uint8_t> frame);
+    void receive_icmp6(std::span<const uint8_t> frame, uint64_t now_ns);
+    // Both families: our own address, off-link or failed, cached, or a request out.
+    template <class Agent, class Addr>
+    Neighbour lookup(Agent& agent, const Addr& addr, bool own, bool on_link, uint64_t now_ns, wire::MacAddr& mac);
 
     port::PortIo& io_;
     transport::Engine& engine_;
@@ -94,7 +110,9 @@ private:
     port::Capture* capture_;
     int64_t realtime_offset_ns_;
     port::ArpAgent arp_;
+    port::NdAgent nd_;
     port::IcmpCounters icmp_;
+    port::IcmpCounters icmp6_;
     CaptureTap tap_{*this};
     LoopbackSink loopback_sink_{*this};
     std::vector<std::vector<uint8_t>> loopback_;  // frames waiting for the next turn

@@ -1,6 +1,9 @@
-// When the poll loop sleeps. Spinning while frames flow costs a core but nothing in latency;
-// an idle daemon should cost almost nothing. So: spin for a while after the last work, then
-// sleep in growing steps up to a cap, never past the engine's next timer.
+// When the poll loop sleeps. Spinning right after work catches the next frame or doorbell of a
+// burst without a wake-up; beyond a short window it only takes the core from applications (on a
+// machine where daemons and applications share the cores, that delays the very answer the loop
+// waits for). So: spin for a window after the last work, then sleep, never past the engine's
+// next timer. When the port can wake the loop on a frame, a nap costs no latency and goes
+// straight to the cap; without one, naps start short and double up to the cap.
 #pragma once
 
 #include <algorithm>
@@ -13,17 +16,19 @@ class IdlePolicy {
 public:
     struct Config {
         bool busy_poll = false;
-        uint64_t spin_ns = 1'000'000;    // keep spinning this long after the last frame
-        uint64_t min_sleep_ns = 16'000;  // first sleep; doubles while idle
+        uint64_t spin_ns = 1'000'000;    // keep spinning this long after the last work
+        uint64_t min_sleep_ns = 16'000;  // first timed nap; doubles while idle
         uint64_t max_sleep_ns = 1'000'000;
+        bool wake_on_rx = false;  // a frame ends a nap (the port has a wake fd)
     };
-    explicit IdlePolicy(Config config) : config_(config), next_sleep_(config.min_sleep_ns) {}
+    explicit IdlePolicy(Config config) : config_(config), next_sleep_(first_sleep()) {}
+
+    const Config& config() const noexcept { return config_; }
 
     // Nanoseconds to sleep before the next poll; 0 = poll again at once.
     uint64_t after_poll(size_t work, uint64_t now_ns, std::optional<uint64_t> deadline_ns) {
         if (work > 0) {
-            last_work_ = now_ns;
-            next_sleep_ = config_.min_sleep_ns;
+            note_work(now_ns);
             return 0;
         }
         if (config_.busy_poll || now_ns - last_work_ < config_.spin_ns) return 0;
@@ -36,7 +41,17 @@ public:
         return sleep;
     }
 
+    // Work found outside after_poll (the last look before a nap): the spin window starts again.
+    void note_work(uint64_t now_ns) {
+        last_work_ = now_ns;
+        next_sleep_ = first_sleep();
+    }
+
 private:
+    uint64_t first_sleep() const {
+        return config_.wake_on_rx ? config_.max_sleep_ns : std::min(config_.min_sleep_ns, config_.max_sleep_ns);
+    }
+
     Config config_;
     uint64_t next_sleep_;
     uint64_t last_work_ = 0;

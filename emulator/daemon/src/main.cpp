@@ -1,6 +1,8 @@
 // rnicd: the software RNIC. Set-up (options, EAL, port, engine, capture) fails with a clear
 // message and exit status 1 (2 for usage); after that the poll loop runs until SIGINT/SIGTERM.
+#include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 
 // Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
@@ -11,14 +13,18 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "datapath.hpp"
 #include "idle_policy.hpp"
 #include "options.hpp"
+#include "poll_loop.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "rnic/port/dpdk_port.hpp"
 #include "rnic/wire/gid.hpp"
@@ -35,6 +41,25 @@ uint64_t clock_ns(clockid_t clock) {
     timespec ts{};
     clock_gettime(clock, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+// Only the loop's thread: the EAL's own threads (interrupts, timers) stay as they were. Failing
+// here costs latency, not correctness, so it is a warning.
+void apply_sched(rnic::daemon::Sched s, bool busy_poll) {
+    using rnic::daemon::Sched;
+    if (s == Sched::Fifo) {
+        if (busy_poll)
+            spdlog::warn("--sched fifo with --busy-poll: the loop holds its core until RT throttling (95%) stops it");
+        sched_param p{};
+        p.sched_priority = 1;
+        if (sched_setscheduler(0, SCHED_FIFO, &p) != 0)
+            spdlog::warn("SCHED_FIFO refused ({}): running with the default policy", std::strerror(errno));
+    } else if (s == Sched::Nice) {
+        if (setpriority(PRIO_PROCESS, 0, -20) != 0)
+            spdlog::warn("nice -20 refused ({}): running at the default priority", std::strerror(errno));
+    }
 }
 
 std::string mac_text(const rnic::wire::MacAddr& m) {
@@ -84,6 +109,8 @@ int main(int argc, char** argv) {
         pc.iface = opt.iface;
         pc.eal_args = opt.eal_args;
         pc.mac = opt.mac;
+        pc.rx_wakeups = opt.rx_wakeup && !opt.busy_poll;
+        pc.ipv4 = opt.ip.addr;
         io = std::make_unique<port::DpdkPort>(pc);
         if (!opt.pcap.empty()) capture = std::make_unique<port::Capture>(opt.pcap, opt.pcap_max_mb << 20);
     } catch (const std::exception& e) {
@@ -91,19 +118,27 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    port::HostAddress self{io->mac(), opt.ip.addr, opt.ip.length};
+    // The link-local address always exists (RFC 4291 2.1: every interface has one).
+    port::HostAddress self{io->mac(), opt.ip.addr, opt.ip.length, port::with_link_local(io->mac(), opt.ip6)};
     transport::EngineConfig ec;
+    // The active MTU is the largest IB MTU whose packets, with every header a RoCEv2 packet may
+    // carry, fit the port's IP MTU (rxe keeps the same 80-byte margin): 1500 -> 1024, 9000 -> 4096.
+    constexpr unsigned kRoceHeaderMargin = 80;
+    const auto active_mtu =
+        transport::mtu_from_bytes(io->ip_mtu() > kRoceHeaderMargin ? io->ip_mtu() - kRoceHeaderMargin : 0);
+    if (!active_mtu) {
+        spdlog::critical("the port's MTU ({}) is too small for RoCE (at least 256 + {} bytes)", io->ip_mtu(),
+                         kRoceHeaderMargin);
+        return 1;
+    }
+    ec.limits.active_mtu = std::min(*active_mtu, ec.limits.max_mtu);
     ec.mac = self.mac;
-    ec.gids = {wire::Gid::from_ipv4(self.ipv4)};
+    ec.gids = port::gid_table(self);
     transport::Engine engine(ec);
 
     const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC);
     const int64_t realtime_offset = static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(mono0);
     daemon::Datapath dp(*io, engine, self, capture.get(), realtime_offset);
-    daemon::IdlePolicy idle({.busy_poll = opt.busy_poll,
-                             .spin_ns = 1'000'000,
-                             .min_sleep_ns = 16'000,
-                             .max_sleep_ns = opt.idle_sleep_max_us * 1000});
 
     // Declared before the service so pending handlers are destroyed after it, never run on it.
     boost::asio::io_context asio_io;
@@ -113,9 +148,11 @@ int main(int argc, char** argv) {
     sc.mac = self.mac;
     sc.ipv4 = self.ipv4;
     sc.prefix_length = self.prefix_length;
-    sc.ethernet_mtu = transport::mtu_bytes(engine.query_port().active_mtu);
-    auto resolver = [&dp](uint32_t ip, uint64_t now, wire::MacAddr& mac) {
-        switch (dp.resolve(ip, now, mac)) {
+    for (const port::Ipv6Prefix& p : self.ipv6)
+        sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
+    sc.ethernet_mtu = io->ip_mtu();
+    auto resolver = [&dp](const wire::Gid& dgid, uint64_t now, wire::MacAddr& mac) {
+        switch (dp.resolve(dgid, now, mac)) {
             case daemon::Neighbour::Resolved:
                 return host::server::Resolution::Resolved;
             case daemon::Neighbour::Pending:
@@ -125,7 +162,13 @@ int main(int argc, char** argv) {
         }
         return host::server::Resolution::Unreachable;
     };
-    host::server::HostService host(asio_io, engine, sc, resolver, [&dp] { return dp.counter_list(); });
+    const daemon::PollLoop* loop_counters = nullptr;  // set once the loop exists
+    host::server::HostService host(asio_io, engine, sc, resolver, [&dp, &loop_counters] {
+        auto all = dp.counter_list();
+        if (loop_counters)
+            for (auto& c : loop_counters->counter_list()) all.push_back(std::move(c));
+        return all;
+    });
     try {
         host.start();
     } catch (const std::exception& e) {
@@ -133,32 +176,42 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    spdlog::info("rnicd up: {} port {} mac {} ip {}/{} gid0 {} polling {}{}", opt.name, io->description(),
-                 mac_text(self.mac), wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ec.gids[0].to_string(),
-                 opt.busy_poll ? "busy" : "adaptive", capture ? " capture " + opt.pcap : std::string());
+    const bool woken_by_frames = !opt.busy_poll && io->rx_wait_fd() >= 0;
+    const uint64_t nap_cap_us =
+        opt.idle_sleep_max_us ? opt.idle_sleep_max_us : woken_by_frames ? daemon::kNapCapWokenUs : daemon::kNapCapTimedUs;
+    daemon::PollLoop loop(*io, dp, host,
+                          {.busy_poll = opt.busy_poll,
+                           .spin_ns = opt.spin_us * 1000,
+                           .min_sleep_ns = 16'000,
+                           .max_sleep_ns = nap_cap_us * 1000},
+                          monotonic_ns);
+    loop_counters = &loop;
+    apply_sched(opt.sched, opt.busy_poll);
+
+    std::string ip6_text;
+    for (const std::string& a : sc.ipv6) ip6_text += " ip6 " + a;
+    spdlog::info("rnicd up: {} port {} mac {} ip {}/{}{} gid0 {} polling {} sched {}{}", opt.name, io->description(),
+                 mac_text(self.mac), wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ip6_text,
+                 ec.gids[0].to_string(),
+                 opt.busy_poll ? std::string("busy")
+                               : "adaptive (spin " + std::to_string(opt.spin_us) + " us, naps up to " +
+                                     std::to_string(nap_cap_us) + " us, " +
+                                     (loop.wakes_on_rx() ? "woken by frames" : "timed") + ")",
+                 daemon::to_string(opt.sched), capture ? " capture " + opt.pcap : std::string());
     dp.start(mono0);
 
-    // Control messages are served between turns: every 64 turns or 50 us while busy, and at
-    // once while asleep (the loop sleeps inside Asio).
-    constexpr uint64_t kControlEveryNs = 50'000;
-    uint64_t turns = 0;
-    uint64_t last_control = 0;
     while (!stop_requested.load(std::memory_order_relaxed)) {
-        const uint64_t now = clock_ns(CLOCK_MONOTONIC);
-        size_t work = host.poll(now);
-        work += dp.poll(now);
-        if ((++turns & 63) == 0 || now - last_control >= kControlEveryNs) {
-            host.poll_control();
-            last_control = now;
-        }
+        loop.turn();
         if (dump_requested.exchange(false, std::memory_order_relaxed)) spdlog::info("counters: {}", dp.summary());
-        if (const uint64_t sleep_ns = idle.after_poll(work, now, dp.next_deadline())) host.sleep(sleep_ns);
     }
 
     spdlog::info("rnicd stopping: disconnecting {} session(s)", host.session_count());
     host.shutdown(clock_ns(CLOCK_MONOTONIC));
     if (capture) capture->flush();
-    spdlog::info("counters: {}", dp.summary());
+    std::string loop_text;
+    for (const auto& [name, v] : loop.counter_list()) loop_text += name + "=" + std::to_string(v) + " ";
+    spdlog::info("loop: {}", loop_text);
+    spdlog::info("counters: {}", dp.summary());  // second to last: tests/system/check_daemon.py reads it there
     spdlog::info("rnicd stopping{}", capture ? " (capture: " + std::to_string(capture->frames()) + " frames in " +
                                                    std::to_string(capture->files()) + " file(s))"
                                              : std::string());

@@ -5,19 +5,37 @@
 namespace rnic::daemon {
 
 const char* usage() {
-    return "usage: rnicd --iface IF --ip A.B.C.D/NN [--mac MAC] [--pcap FILE [--pcap-max-mb N]]\n"
-           "             [--busy-poll] [--idle-sleep-us N] [--log-level trace|debug|info|warn|error|off]\n"
+    return "usage: rnicd --iface IF --ip A.B.C.D/NN [--ip6 ADDR/LEN]... [--mac MAC] [--pcap FILE [--pcap-max-mb N]]\n"
+           "             [--busy-poll] [--spin-us N] [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
+           "             [--log-level trace|debug|info|warn|error|off]\n"
            "             [--name NAME] [--run-dir DIR] [-- EAL arguments]\n"
            "  --iface IF        the port: DPDK af_packet on IF unless EAL arguments name a device\n"
            "                    (-- --vdev net_af_xdp0,iface=IF, -- -a 0000:03:00.0, ...)\n"
            "  --ip A/NN         the RNIC's IPv4 address; GID 0 is ::ffff:A\n"
+           "  --ip6 ADDR/LEN    an IPv6 address (repeatable, up to 14); GID 1 is always the link-local\n"
+           "                    fe80:: address from the MAC, these follow as GIDs 2, 3, ...\n"
            "  --mac MAC         the RNIC's MAC (default: the port's)\n"
            "  --pcap FILE       capture every RoCEv2 frame sent and received (ns timestamps)\n"
            "  --pcap-max-mb N   rotate to FILE.1, FILE.2, ... when a file reaches N MiB\n"
-           "  --busy-poll       never sleep (lowest latency, one full core)\n"
-           "  --idle-sleep-us N longest sleep when idle (default 2000)\n"
+           "  --busy-poll       never sleep (one full core; best when the daemon has a core of its own)\n"
+           "  --spin-us N       keep polling N us after the last work before sleeping (default 10)\n"
+           "  --idle-sleep-us N longest nap (default 10000 when frames wake the loop, else 2000);\n"
+           "                    a frame, a doorbell or a control message ends a nap at once\n"
+           "  --no-rx-wakeup    do not sleep on the port's RX wake-up: frames wait for the nap to end\n"
+           "  --sched POLICY    fifo (SCHED_FIFO priority 1: a woken daemon preempts spinning\n"
+           "                    applications; the default), nice (nice -20) or none (the\n"
+           "                    default with --busy-poll)\n"
            "  --name NAME       device name (default rnic0)\n"
            "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
+}
+
+const char* to_string(Sched s) {
+    switch (s) {
+        case Sched::Fifo: return "fifo";
+        case Sched::Nice: return "nice";
+        case Sched::None: break;
+    }
+    return "none";
 }
 
 namespace {
@@ -45,8 +63,13 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             o.busy_poll = true;
             continue;
         }
-        const bool takes_value = a == "--iface" || a == "--ip" || a == "--mac" || a == "--pcap" ||
+        if (a == "--no-rx-wakeup") {
+            o.rx_wakeup = false;
+            continue;
+        }
+        const bool takes_value = a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" ||
                                  a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
+                                 a == "--spin-us" || a == "--sched" ||
                                  a == "--name" || a == "--run-dir";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
@@ -58,6 +81,12 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             if (!p || v.find('/') == std::string::npos) return U{"--ip wants A.B.C.D/NN, got '" + v + "'"};
             o.ip = *p;
             have_ip = true;
+        } else if (a == "--ip6") {
+            const auto p = port::parse_ipv6_prefix(v);
+            if (!p || v.find('/') == std::string::npos)
+                return U{"--ip6 wants a unicast IPv6 address with /LEN (fd77::1/64), got '" + v + "'"};
+            if (o.ip6.size() == kMaxIp6) return U{"at most " + std::to_string(kMaxIp6) + " --ip6 addresses"};
+            o.ip6.push_back(*p);
         } else if (a == "--mac") {
             o.mac = port::parse_mac(v);
             if (!o.mac) return U{"--mac wants aa:bb:cc:dd:ee:ff, got '" + v + "'"};
@@ -72,6 +101,19 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             o.pcap = v;
         } else if (a == "--pcap-max-mb") {
             if (!parse_u64(v, o.pcap_max_mb)) return U{"--pcap-max-mb wants a number, got '" + v + "'"};
+        } else if (a == "--spin-us") {
+            if (!parse_u64(v, o.spin_us) || o.spin_us > 1'000'000) return U{"--spin-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--sched") {
+            o.sched_given = true;
+            if (v == "fifo") {
+                o.sched = Sched::Fifo;
+            } else if (v == "nice") {
+                o.sched = Sched::Nice;
+            } else if (v == "none") {
+                o.sched = Sched::None;
+            } else {
+                return U{"--sched wants fifo|nice|none, got '" + v + "'"};
+            }
         } else if (a == "--idle-sleep-us") {
             if (!parse_u64(v, o.idle_sleep_max_us) || o.idle_sleep_max_us == 0 || o.idle_sleep_max_us > 1'000'000)
                 return U{"--idle-sleep-us wants 1..1000000, got '" + v + "'"};
@@ -86,6 +128,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
     if (o.iface.empty() && o.eal_args.empty()) return U{"--iface is required (or a device in the EAL arguments)"};
     if (!have_ip) return U{"--ip is required"};
     if (o.pcap.empty() && o.pcap_max_mb != 0) return U{"--pcap-max-mb needs --pcap"};
+    if (!o.sched_given) o.sched = o.busy_poll ? Sched::None : Sched::Fifo;
     return o;
 }
 

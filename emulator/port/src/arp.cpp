@@ -12,15 +12,6 @@ namespace {
 constexpr uint16_t kHtypeEthernet = 1;
 constexpr uint16_t kOpRequest = 1;
 constexpr uint16_t kOpReply = 2;
-constexpr uint64_t kNever = UINT64_MAX;
-
-bool emit_copy(transport::FrameSink& sink, std::span<const uint8_t> frame) {
-    auto out = sink.allocate(frame.size());
-    if (out.size() < frame.size()) return false;
-    std::memcpy(out.data(), frame.data(), frame.size());
-    sink.commit(frame.size());
-    return true;
-}
 }  // namespace
 
 std::optional<ArpPacket> parse_arp(std::span<const uint8_t> frame) noexcept {
@@ -71,37 +62,10 @@ void ArpAgent::announce(transport::FrameSink& sink) {
     if (emit_arp(sink, self_.mac, pkt)) ++counters_.gratuitous_sent;
 }
 
-void ArpAgent::send_request(uint32_t ip, const wire::MacAddr& dst, transport::FrameSink& sink) {
-    ArpPacket pkt{kOpRequest, self_.mac, self_.ipv4, {}, ip, dst};
+void ArpAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) {
+    const uint32_t ip = wire::load_be32(addr.data() + 12);
+    ArpPacket pkt{kOpRequest, self_.mac, self_.ipv4, {}, ip, unicast ? *unicast : kBroadcastMac};
     if (emit_arp(sink, self_.mac, pkt)) ++counters_.requests_sent;
-}
-
-void ArpAgent::drop_queue(Entry& e) {
-    counters_.queued_dropped += e.queue.size();
-    e.queue.clear();
-}
-
-void ArpAgent::schedule(uint64_t deadline) { earliest_ = std::min(earliest_, deadline); }
-
-void ArpAgent::learn(uint32_t ip, const wire::MacAddr& mac, uint64_t now_ns, transport::FrameSink& sink,
-                     bool create) {
-    auto it = cache_.find(ip);
-    if (it == cache_.end()) {
-        if (!create || cache_.size() >= config_.max_entries) return;
-        it = cache_.emplace(ip, Entry{}).first;
-    }
-    Entry& e = it->second;
-    if (e.state != State::Reachable && e.state != State::Probe) ++counters_.resolved;
-    e.state = State::Reachable;
-    e.mac = mac;
-    e.requests = 0;
-    e.deadline = now_ns + config_.reachable_ns;
-    while (!e.queue.empty()) {
-        auto& f = e.queue.front();
-        std::copy(mac.begin(), mac.end(), f.begin());
-        if (!emit_copy(sink, f)) ++counters_.queued_dropped;
-        e.queue.pop_front();
-    }
 }
 
 void ArpAgent::receive(std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink) {
@@ -116,7 +80,7 @@ void ArpAgent::receive(std::span<const uint8_t> frame, uint64_t now_ns, transpor
     // RFC 826's merge: refresh what we know; add the sender only when it talked to us, so a
     // busy segment cannot fill the cache. Probes (sender IP 0) teach nothing.
     if (pkt->sender_ip != 0 && pkt->sender_ip != self_.ipv4 && self_.on_link(pkt->sender_ip))
-        learn(pkt->sender_ip, pkt->sender_mac, now_ns, sink, for_us);
+        cache_.learn(key(pkt->sender_ip), pkt->sender_mac, now_ns, sink, for_us);
     else if (!for_us)
         ++counters_.ignored;
     if (pkt->op == kOpRequest && for_us) {
@@ -124,92 +88,6 @@ void ArpAgent::receive(std::span<const uint8_t> frame, uint64_t now_ns, transpor
         ArpPacket reply{kOpReply, self_.mac, self_.ipv4, pkt->sender_mac, pkt->sender_ip, pkt->sender_mac};
         if (emit_arp(sink, self_.mac, reply)) ++counters_.replies_sent;
     }
-}
-
-std::optional<wire::MacAddr> ArpAgent::resolve(uint32_t ip, uint64_t now_ns, transport::FrameSink& sink) {
-    auto it = cache_.find(ip);
-    if (it == cache_.end()) {
-        if (cache_.size() >= config_.max_entries) return std::nullopt;
-        Entry& e = cache_.emplace(ip, Entry{}).first->second;
-        e.requests = 1;
-        e.deadline = now_ns + config_.retry_ns;
-        schedule(e.deadline);
-        send_request(ip, kBroadcastMac, sink);
-        return std::nullopt;
-    }
-    Entry& e = it->second;
-    switch (e.state) {
-        case State::Reachable:
-            if (now_ns >= e.deadline) {
-                // Stale: keep using the MAC while a unicast probe confirms it, as Linux does.
-                e.state = State::Probe;
-                e.requests = 1;
-                e.deadline = now_ns + config_.retry_ns;
-                schedule(e.deadline);
-                send_request(ip, e.mac, sink);
-            }
-            return e.mac;
-        case State::Probe: return e.mac;
-        case State::Incomplete:
-        case State::Failed: return std::nullopt;
-    }
-    return std::nullopt;
-}
-
-void ArpAgent::enqueue(uint32_t ip, std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink) {
-    if (frame.size() < 6) {
-        ++counters_.queued_dropped;
-        return;
-    }
-    if (const auto mac = resolve(ip, now_ns, sink)) {
-        std::vector<uint8_t> f(frame.begin(), frame.end());
-        std::copy(mac->begin(), mac->end(), f.begin());
-        if (!emit_copy(sink, f)) ++counters_.queued_dropped;
-        return;
-    }
-    auto it = cache_.find(ip);
-    if (it == cache_.end() || it->second.state == State::Failed ||
-        it->second.queue.size() >= config_.max_queued_per_neighbour) {
-        ++counters_.queued_dropped;
-        return;
-    }
-    it->second.queue.emplace_back(frame.begin(), frame.end());
-    ++counters_.queued_frames;
-}
-
-void ArpAgent::advance(uint64_t now_ns, transport::FrameSink& sink) {
-    if (now_ns < earliest_) return;  // the common case costs one compare
-    earliest_ = kNever;
-    for (auto it = cache_.begin(); it != cache_.end();) {
-        Entry& e = it->second;
-        if (e.state == State::Reachable) {
-            ++it;
-            continue;
-        }
-        if (now_ns >= e.deadline) {
-            if (e.state == State::Failed) {
-                it = cache_.erase(it);
-                continue;
-            }
-            if (e.requests < config_.max_requests) {
-                ++e.requests;
-                e.deadline = now_ns + config_.retry_ns;
-                send_request(it->first, e.state == State::Probe ? e.mac : kBroadcastMac, sink);
-            } else {
-                e.state = State::Failed;
-                e.deadline = now_ns + config_.failed_hold_ns;
-                ++counters_.resolution_failures;
-                drop_queue(e);
-            }
-        }
-        earliest_ = std::min(earliest_, e.deadline);
-        ++it;
-    }
-}
-
-std::optional<uint64_t> ArpAgent::next_deadline() const {
-    if (earliest_ == kNever) return std::nullopt;
-    return earliest_;
 }
 
 }  // namespace rnic::port

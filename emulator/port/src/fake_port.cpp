@@ -1,14 +1,51 @@
 #include "rnic/port/fake_port.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
 namespace rnic::port {
+
+FakePort::FakePort(wire::MacAddr mac, size_t buffer_size) : mac_(mac), buffer_size_(buffer_size) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) throw std::runtime_error("FakePort: eventfd failed");
+}
+
+FakePort::~FakePort() { close(wake_fd_); }
+
+void FakePort::inject(std::vector<uint8_t> frame) {
+    {
+        std::lock_guard lock(incoming_lock_);
+        incoming_.push_back(std::move(frame));
+    }
+    // After the frame is queued, as a driver's ring holds a frame before its wake-up fires.
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+}
+
+void FakePort::inject_without_wakeup(std::vector<uint8_t> frame) {
+    std::lock_guard lock(incoming_lock_);
+    incoming_.push_back(std::move(frame));
+}
+
+void FakePort::arm_rx_wait() {
+    ++arms_;
+    if (on_arm_) on_arm_();
+    uint64_t v;
+    (void)!read(wake_fd_, &v, sizeof v);
+}
 
 size_t FakePort::rx_burst(std::span<RxFrame> out) {
     in_flight_.clear();
     size_t n = 0;
-    while (n < out.size() && !incoming_.empty()) {
-        in_flight_.push_back(std::move(incoming_.front()));
-        incoming_.pop_front();
-        ++n;
+    {
+        std::lock_guard lock(incoming_lock_);
+        while (n < out.size() && !incoming_.empty()) {
+            in_flight_.push_back(std::move(incoming_.front()));
+            incoming_.pop_front();
+            ++n;
+        }
     }
     // Spans are taken after the vector stops growing so none dangles.
     for (size_t i = 0; i < n; ++i) {

@@ -146,8 +146,15 @@ int Engine::destroy_srq(uint32_t srq) {
     return 0;
 }
 
+bool Engine::valid_av(const AddressVector& av) const noexcept {
+    // The source GID decides the IP version of every frame (as rxe's network type follows the
+    // sgid): a destination of the other version could never be put on the wire.
+    return av.sgid_index < config_.gids.size() &&
+           config_.gids[av.sgid_index].is_ipv4_mapped() == av.dgid.is_ipv4_mapped();
+}
+
 Result<uint32_t> Engine::create_ah(uint32_t pd, const AddressVector& av) {
-    if (!pds_.count(pd) || av.sgid_index >= config_.gids.size()) return wire::Unexpected{EINVAL};
+    if (!pds_.count(pd) || !valid_av(av)) return wire::Unexpected{EINVAL};
     if (ahs_.size() >= config_.limits.max_ah) return wire::Unexpected{ENOMEM};
     const uint32_t h = next_handle_++;
     ahs_.emplace(h, av);
@@ -204,7 +211,7 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) {
     if ((mask & QpAttr::RetryCnt) && a.retry_cnt > kMaxRetry) return EINVAL;
     if ((mask & QpAttr::RnrRetry) && a.rnr_retry > kMaxRetry) return EINVAL;
     if ((mask & QpAttr::MinRnrTimer) && a.min_rnr_timer > kMaxRnrTimer) return EINVAL;
-    if ((mask & QpAttr::Av) && a.ah_attr.sgid_index >= config_.gids.size()) return EINVAL;
+    if ((mask & QpAttr::Av) && !valid_av(a.ah_attr)) return EINVAL;
     if ((mask & QpAttr::DestQpn) && a.dest_qp_num > 0xFFFFFF) return EINVAL;
     if ((mask & QpAttr::AccessFlags) &&
         (a.qp_access_flags & ~(mem::kAccessLocalWrite | mem::kAccessRemoteAny | mem::kAccessMwBind)))

@@ -168,6 +168,7 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             r.gids[1][10] = 0xff;
             r.gids[1][11] = 0xff;
             r.gids[1][12] = 10;
+            r.gid_types[0] = r.gid_types[1] = abi::kGidTypeRoceV2;
             r.async_ring_size = 256;
             r.status_page_size = static_cast<uint32_t>(status.bytes);
             r.session_id = 7;

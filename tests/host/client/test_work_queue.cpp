@@ -31,6 +31,7 @@ static_assert(verbs::kEventCqErr == IBV_EVENT_CQ_ERR && verbs::kEventQpFatal == 
               verbs::kEventSrqLimitReached == IBV_EVENT_SRQ_LIMIT_REACHED &&
               verbs::kEventQpLastWqeReached == IBV_EVENT_QP_LAST_WQE_REACHED &&
               verbs::kEventSqDrained == IBV_EVENT_SQ_DRAINED && verbs::kPortActive == IBV_PORT_ACTIVE);
+static_assert(abi::kGidTypeRoceV2 == IBV_GID_TYPE_ROCE_V2);
 
 namespace {
 

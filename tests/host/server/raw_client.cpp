@@ -94,7 +94,7 @@ std::optional<Reply> RawClient::try_receive() {
 transport::EngineConfig rig_engine_config() {
     transport::EngineConfig ec;
     ec.mac = port::test::kSelf.mac;
-    ec.gids = {wire::Gid::from_ipv4(port::test::kSelf.ipv4)};
+    ec.gids = port::gid_table(port::test::kSelf);
     return ec;
 }
 
@@ -108,8 +108,10 @@ Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nu
     sc.mac = port::test::kSelf.mac;
     sc.ipv4 = port::test::kSelf.ipv4;
     sc.prefix_length = 24;
-    auto resolver = [this](uint32_t ip, uint64_t t, wire::MacAddr& mac) {
-        switch (dp.resolve(ip, t, mac)) {
+    for (const auto& p : port::test::kSelf.ipv6)
+        sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
+    auto resolver = [this](const wire::Gid& dgid, uint64_t t, wire::MacAddr& mac) {
+        switch (dp.resolve(dgid, t, mac)) {
             case daemon::Neighbour::Resolved:
                 return server::Resolution::Resolved;
             case daemon::Neighbour::Pending:

@@ -48,8 +48,14 @@ TEST_CASE("Hello returns the device, the status page, the kick eventfd and the a
     REQUIRE(r.fds.size() == 3);
     const auto hello = std::make_unique<abi::HelloReply>(r.as<abi::HelloReply>());
     CHECK(std::string(hello->device_name) == "rnictest");
-    CHECK(hello->gid_count == 1);
-    CHECK(std::memcmp(hello->gids[0], wire::Gid::from_ipv4(port::test::kSelf.ipv4).raw.data(), 16) == 0);
+    // GID 0 the IPv4-mapped address, then link-local and fd77::1, every one RoCE v2.
+    const auto gids = port::gid_table(port::test::kSelf);
+    REQUIRE(hello->gid_count == 3);
+    for (size_t i = 0; i < 3; ++i) {
+        CHECK(std::memcmp(hello->gids[i], gids[i].raw.data(), 16) == 0);
+        CHECK(hello->gid_types[i] == abi::kGidTypeRoceV2);
+    }
+    CHECK(gids[0] == wire::Gid::from_ipv4(port::test::kSelf.ipv4));
     CHECK(std::memcmp(hello->mac, port::test::kSelf.mac.data(), 6) == 0);
     CHECK(hello->port.state == 4);
     CHECK(hello->port.link_layer == 2);
@@ -251,7 +257,7 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     CHECK(after["counters"]["host_sessions_closed"] == 1);
 }
 
-TEST_CASE("Stats is JSON in rnicctl's schema; SetLogLevel takes spdlog's names only") {
+TEST_CASE("Stats is JSON in rnicctl's schema, SetLogLevel takes spdlog's names only") {
     Rig rig;
     RawClient c(rig.host->socket_path());
     REQUIRE(rig.hello(c).header.status == 0);
@@ -265,6 +271,12 @@ TEST_CASE("Stats is JSON in rnicctl's schema; SetLogLevel takes spdlog's names o
     CHECK(j["device"]["active_mtu"] == 4096);
     CHECK(j["device"]["gids"][0]["gid"] == "::ffff:10.77.0.1");
     CHECK(j["device"]["gids"][0]["type"] == "RoCE v2");
+    CHECK(j["device"]["gids"][1]["gid"] == "fe80::ff:fe00:1");
+    CHECK(j["device"]["gids"][2]["gid"] == "fd77::1");
+    CHECK(j["device"]["gids"][2]["type"] == "RoCE v2");
+    CHECK(j["device"]["ipv6"] == nlohmann::json::array({"fe80::ff:fe00:1/64", "fd77::1/64"}));
+    CHECK(j["counters"].contains("nd_solicitations_sent"));
+    CHECK(j["counters"].contains("icmp6_echo_requests"));
     CHECK(j["counters"].contains("rx_icrc_errors"));
     CHECK(j["counters"].contains("retransmits"));
     CHECK(j["counters"].contains("arp_requests_sent"));

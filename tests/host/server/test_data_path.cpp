@@ -121,8 +121,27 @@ struct Setup {
         return rig.call(c, Op::ModifyQp, m).header.status;
     }
 
+    // Moves the QP to INIT (the port's frames so far forgotten) and returns a ModifyQp to RTR
+    // with a path to QP 0x99 at `peer` from GID `sgid_index`: the request that resolves a MAC.
+    abi::ModifyQpRequest rtr_request(uint32_t qpn, const wire::Gid& peer, uint8_t sgid_index) {
+        abi::QpAttr attr{};
+        attr.qp_state = 1;
+        attr.port_num = 1;
+        REQUIRE(modify(qpn, 1 | 16 | 32 | 8, attr) == 0);
+        rig.port.sent().clear();
+        attr = {};
+        attr.qp_state = 2;
+        attr.path_mtu = 3;
+        attr.dest_qp_num = 0x99;
+        attr.max_dest_rd_atomic = 1;
+        std::memcpy(attr.ah_attr.dgid, peer.raw.data(), 16);
+        attr.ah_attr.sgid_index = sgid_index;
+        const uint32_t mask = 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15);
+        return abi::ModifyQpRequest{qpn, mask, attr};
+    }
+
     // RESET -> INIT -> RTR -> RTS towards `dest` at `dgid`.
-    void connect(uint32_t qpn, uint32_t dest, const wire::Gid& dgid) {
+    void connect(uint32_t qpn, uint32_t dest, const wire::Gid& dgid, uint8_t sgid_index = 0) {
         abi::QpAttr a{};
         a.qp_state = 1;
         a.port_num = 1;
@@ -136,6 +155,7 @@ struct Setup {
         a.max_dest_rd_atomic = 1;
         a.min_rnr_timer = 1;
         std::memcpy(a.ah_attr.dgid, dgid.raw.data(), 16);
+        a.ah_attr.sgid_index = sgid_index;
         a.ah_attr.hop_limit = 64;
         a.ah_attr.is_global = 1;
         REQUIRE(modify(qpn, 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15), a) == 0);
@@ -198,17 +218,21 @@ struct Setup {
 };
 
 const wire::Gid kOwnGid = wire::Gid::from_ipv4(port::test::kSelf.ipv4);
+const wire::Gid kOwnGid6 = wire::Gid::from_ipv6(port::test::kSelfIp6);  // GID 2
 
 }  // namespace
 
 TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this daemon (loopback)") {
+    // Over the IPv4 GID and over our IPv6 GID fd77::1 (resolved to our own MAC, no ND).
+    const uint8_t sgid = GENERATE(uint8_t{0}, uint8_t{2});
+    INFO("sgid_index " << int{sgid});
     Rig rig;
     Setup s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     CHECK(a.reply.sq_stride == abi::send_stride(2, 64));
-    s.connect(a.qpn, b.qpn, kOwnGid);
-    s.connect(b.qpn, a.qpn, kOwnGid);
+    s.connect(a.qpn, b.qpn, sgid ? kOwnGid6 : kOwnGid, sgid);
+    s.connect(b.qpn, a.qpn, sgid ? kOwnGid6 : kOwnGid, sgid);
 
     // Arm the CQ: the first completion signals the channel.
     s.cq.ring.header().arm.store(abi::kArmNext);
@@ -326,21 +350,9 @@ TEST_CASE("ModifyQp with a path waits for ARP, then completes with the resolved 
     Rig rig;
     Setup s(rig);
     ClientQp a = s.create_qp();
-    abi::QpAttr attr{};
-    attr.qp_state = 1;
-    attr.port_num = 1;
-    REQUIRE(s.modify(a.qpn, 1 | 16 | 32 | 8, attr) == 0);
-    rig.port.sent().clear();
-
-    attr = {};
-    attr.qp_state = 2;
-    attr.path_mtu = 3;
-    attr.dest_qp_num = 0x99;
-    attr.max_dest_rd_atomic = 1;
     const wire::Gid peer = wire::Gid::from_ipv4(port::test::kPeerIp);
-    std::memcpy(attr.ah_attr.dgid, peer.raw.data(), 16);
-    const uint32_t mask = 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15);
-    abi::ModifyQpRequest m{a.qpn, mask, attr};
+    abi::ModifyQpRequest m = s.rtr_request(a.qpn, peer, 0);
+    m.attr.ah_attr.hop_limit = 1;  // what ibv_rc_pingpong asks for; Linux sends 64 anyway
 
     SECTION("the peer answers") {
         const uint32_t seq = s.c.send(Op::ModifyQp, &m, sizeof m);
@@ -361,6 +373,7 @@ TEST_CASE("ModifyQp with a path waits for ARP, then completes with the resolved 
         CHECK(qr.attr.qp_state == 2);
         CHECK(std::memcmp(qr.attr.ah_attr.dmac, port::test::kPeerMac.data(), 6) == 0);
         CHECK(std::memcmp(qr.attr.ah_attr.dgid, peer.raw.data(), 16) == 0);
+        CHECK(qr.attr.ah_attr.hop_limit == 64);  // the route's hop limit, as Linux resolves it
     }
     SECTION("nobody answers: EHOSTUNREACH after ARP gives up") {
         s.c.send(Op::ModifyQp, &m, sizeof m);
@@ -373,13 +386,85 @@ TEST_CASE("ModifyQp with a path waits for ARP, then completes with the resolved 
         CHECK(r->header.status == EHOSTUNREACH);
         CHECK(rig.call(s.c, Op::QueryQp, abi::QueryQpRequest{a.qpn, 0}).as<abi::QueryQpReply>().attr.qp_state == 1);
     }
-    SECTION("an IPv6 GID is not served yet") {
+    SECTION("a destination of the other IP version than the source GID, or no such GID: EINVAL") {
         abi::ModifyQpRequest v6 = m;
-        std::memset(v6.attr.ah_attr.dgid, 0, 16);
-        v6.attr.ah_attr.dgid[0] = 0xfe;
-        v6.attr.ah_attr.dgid[1] = 0x80;
-        v6.attr.ah_attr.dgid[15] = 1;
-        CHECK(rig.call(s.c, Op::ModifyQp, v6).header.status == EINVAL);
+        std::memcpy(v6.attr.ah_attr.dgid, wire::Gid::from_ipv6(port::test::kPeerIp6).raw.data(), 16);
+        CHECK(rig.call(s.c, Op::ModifyQp, v6).header.status == EINVAL);  // sgid 0 is IPv4
+        abi::ModifyQpRequest v4 = m;
+        v4.attr.ah_attr.sgid_index = 2;  // fd77::1 towards 10.77.0.2
+        CHECK(rig.call(s.c, Op::ModifyQp, v4).header.status == EINVAL);
+        v4.attr.ah_attr.sgid_index = 3;
+        CHECK(rig.call(s.c, Op::ModifyQp, v4).header.status == EINVAL);
+        CHECK(rig.port.sent().empty());  // no neighbour was asked
+    }
+}
+
+TEST_CASE("ModifyQp and CreateAh towards an IPv6 peer wait for neighbour discovery") {
+    Rig rig;
+    Setup s(rig);
+    ClientQp a = s.create_qp();
+    const wire::Gid peer = wire::Gid::from_ipv6(port::test::kPeerIp6);
+    const abi::ModifyQpRequest m = s.rtr_request(a.qpn, peer, 2);  // from fd77::1
+
+    SECTION("the peer answers the solicitation") {
+        const uint32_t seq = s.c.send(Op::ModifyQp, &m, sizeof m);
+        for (int i = 0; i < 20; ++i) rig.turn();
+        CHECK_FALSE(s.c.try_receive());  // deferred
+        REQUIRE(rig.port.sent().size() == 1);
+        const auto ns = port::parse_icmp6(rig.port.sent()[0]);
+        REQUIRE(ns);
+        CHECK(ns->type == 135);
+        CHECK(ns->dst == port::solicited_node(port::test::kPeerIp6));
+        CHECK(ns->src == port::test::kSelfIp6);
+        rig.port.inject(port::test::advertisement(port::test::kPeerIp6, 0x60));
+        Reply r = rig.wait_reply(s.c);
+        CHECK(r.header.seq == seq);
+        CHECK(r.header.status == 0);
+        const auto qr = rig.call(s.c, Op::QueryQp, abi::QueryQpRequest{a.qpn, 0}).as<abi::QueryQpReply>();
+        CHECK(qr.attr.qp_state == 2);
+        CHECK(std::memcmp(qr.attr.ah_attr.dmac, port::test::kPeerMac.data(), 6) == 0);
+        CHECK(std::memcmp(qr.attr.ah_attr.dgid, peer.raw.data(), 16) == 0);
+        CHECK(qr.attr.ah_attr.sgid_index == 2);
+
+        // An AH for the same peer is answered at once: the neighbour is known now.
+        abi::CreateAhRequest ah{};
+        ah.pd = s.pd;
+        std::memcpy(ah.av.dgid, peer.raw.data(), 16);
+        ah.av.sgid_index = 2;
+        CHECK(rig.call(s.c, Op::CreateAh, ah).header.status == 0);
+        // Our own link-local address resolves to our MAC without asking anyone.
+        std::memcpy(ah.av.dgid, port::test::kSelf.ipv6[0].addr.data(), 16);
+        ah.av.sgid_index = 1;
+        CHECK(rig.call(s.c, Op::CreateAh, ah).header.status == 0);
+        CHECK(rig.port.sent().size() == 1);
+    }
+    SECTION("nobody answers: EHOSTUNREACH after the solicitations; off-link at once") {
+        s.c.send(Op::ModifyQp, &m, sizeof m);
+        std::optional<Reply> r;
+        for (int i = 0; i < 100 && !r; ++i) {
+            rig.turn(100'000'000);
+            r = s.c.try_receive();
+        }
+        REQUIRE(r);
+        CHECK(r->header.status == EHOSTUNREACH);
+        CHECK(rig.dp.nd().counters().solicitations_sent == 3);
+        abi::ModifyQpRequest far = m;
+        std::memcpy(far.attr.ah_attr.dgid, wire::Gid::parse("2001:db8::2")->raw.data(), 16);
+        CHECK(rig.call(s.c, Op::ModifyQp, far).header.status == EHOSTUNREACH);
+    }
+    SECTION("CreateAh for an unknown IPv6 peer is deferred the same way") {
+        abi::CreateAhRequest ah{};
+        ah.pd = s.pd;
+        std::memcpy(ah.av.dgid, peer.raw.data(), 16);
+        ah.av.sgid_index = 2;
+        const uint32_t seq = s.c.send(Op::CreateAh, &ah, sizeof ah);
+        for (int i = 0; i < 5; ++i) rig.turn();
+        CHECK_FALSE(s.c.try_receive());
+        rig.port.inject(port::test::advertisement(port::test::kPeerIp6, 0x60));
+        Reply r = rig.wait_reply(s.c);
+        CHECK(r.header.seq == seq);
+        CHECK(r.header.status == 0);
+        CHECK(rig.engine.ah_count() == 1);
     }
 }
 

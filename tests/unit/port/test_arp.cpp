@@ -71,7 +71,7 @@ TEST_CASE("arp: resolution sends one request, retries, queues frames and release
         CHECK(std::equal(kPeerMac.begin(), kPeerMac.end(), out.frames[i].begin()));
         CHECK(std::all_of(out.frames[i].begin() + 6, out.frames[i].end(), [](uint8_t b) { return b == 0xAB; }));
     }
-    CHECK(arp.counters().resolved == 1);
+    CHECK(arp.cache().counters().resolved == 1);
     CHECK(arp.resolve(kPeerIp, kSec + 6, out) == kPeerMac);
 }
 
@@ -83,8 +83,8 @@ TEST_CASE("arp: an address that never answers fails, drops its queue, and is ret
     arp.enqueue(kPeerIp, frame, 0, out);
     for (uint64_t t = 0; t <= 10 * kSec; t += kSec / 10) arp.advance(t, out);
     CHECK(arp.counters().requests_sent == cfg.max_requests);
-    CHECK(arp.counters().resolution_failures == 1);
-    CHECK(arp.counters().queued_dropped == 1);
+    CHECK(arp.cache().counters().resolution_failures == 1);
+    CHECK(arp.cache().counters().queued_dropped == 1);
     // Failed entries are forgotten after failed_hold, then a new lookup asks again.
     CHECK(arp.entries() == 0);
     CHECK_FALSE(arp.resolve(kPeerIp, 11 * kSec, out));
@@ -98,8 +98,8 @@ TEST_CASE("arp: queue per neighbour is bounded", "[arp]") {
     VectorSink out;
     std::vector<uint8_t> frame(64, 1);
     for (int i = 0; i < 5; ++i) arp.enqueue(kPeerIp, frame, 0, out);
-    CHECK(arp.counters().queued_frames == 2);
-    CHECK(arp.counters().queued_dropped == 3);
+    CHECK(arp.cache().counters().queued_frames == 2);
+    CHECK(arp.cache().counters().queued_dropped == 3);
 }
 
 TEST_CASE("arp: a stale entry is still used while a unicast probe refreshes it", "[arp]") {

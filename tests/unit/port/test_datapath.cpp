@@ -9,16 +9,28 @@
 #include "pcap_file.hpp"
 #include "rate_limit.hpp"
 #include "rnic/port/fake_port.hpp"
+#include "rnic/wire/builder.hpp"
 #include "rnic/wire/gid.hpp"
+#include "rnic/wire/parser.hpp"
 
 using namespace rnic;
 using namespace rnic::port::test;
+using port::Ipv6Addr;
+using port::kAllNodes;
+using port::multicast_mac;
+using port::parse_ipv6_prefix;
 
 namespace {
+Ipv6Addr parse_ipv6_prefix_or_die(const char* text) {
+    const auto p = port::parse_ipv6_prefix(text);
+    REQUIRE(p);
+    return p->addr;
+}
+
 transport::EngineConfig engine_config() {
     transport::EngineConfig c;
     c.mac = kSelf.mac;
-    c.gids = {wire::Gid::from_ipv4(kSelf.ipv4)};
+    c.gids = port::gid_table(kSelf);
     return c;
 }
 }  // namespace
@@ -28,8 +40,11 @@ TEST_CASE("datapath: start announces us, ARP and ping are answered, strangers ar
     transport::Engine engine(engine_config());
     daemon::Datapath dp(io, engine, kSelf, nullptr);
     dp.start(0);
-    REQUIRE(io.sent().size() == 1);
+    REQUIRE(io.sent().size() == 3);  // gratuitous ARP, an unsolicited NA per IPv6 address
     CHECK(port::parse_arp(io.sent()[0])->target_ip == kSelf.ipv4);
+    CHECK(io.sent()[1][14 + 40] == 136);
+    CHECK(io.sent()[2][14 + 40] == 136);
+    io.sent().erase(io.sent().begin() + 1, io.sent().end());
 
     io.inject(arp_frame(1, kPeerMac, kPeerIp, kSelf.ipv4));
     io.inject(echo_request(56));
@@ -90,6 +105,20 @@ TEST_CASE("idle policy: spin while busy, then sleep longer and longer, never pas
     CHECK(busy.after_poll(0, 1'000'000'000'000, std::nullopt) == 0);
 }
 
+TEST_CASE("idle policy: woken by frames a nap goes straight to the cap and a last look restarts the spin", "[datapath]") {
+    daemon::IdlePolicy idle(
+        {.busy_poll = false, .spin_ns = 1000, .min_sleep_ns = 10, .max_sleep_ns = 40, .wake_on_rx = true});
+    CHECK(idle.after_poll(1, 100, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 1200, std::nullopt) == 40);
+    CHECK(idle.after_poll(0, 1300, 1310) == 10);  // still never past a timer
+    idle.note_work(2000);
+    CHECK(idle.after_poll(0, 2500, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 3000, std::nullopt) == 40);
+    daemon::IdlePolicy no_spin({.busy_poll = false, .spin_ns = 0, .max_sleep_ns = 40, .wake_on_rx = true});
+    CHECK(no_spin.after_poll(1, 100, std::nullopt) == 0);
+    CHECK(no_spin.after_poll(0, 100, std::nullopt) == 40);  // the first idle turn sleeps
+}
+
 TEST_CASE("rate limit: a burst passes, then a steady trickle, and the rest is counted", "[datapath]") {
     daemon::RateLimit rl(10, 3);
     const uint64_t t0 = 5'000'000'000;
@@ -111,6 +140,22 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK(ok->pcap_max_mb == 8);
     CHECK(ok->busy_poll);
     CHECK(ok->eal_args == std::vector<std::string>{"--vdev", "net_tap0"});
+    CHECK(ok->sched == daemon::Sched::None);  // a FIFO spinner would own its core
+    CHECK(ok->spin_us == daemon::kDefaultSpinUs);
+    CHECK(ok->rx_wakeup);
+    auto tuned = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--spin-us", "0", "--sched", "nice",
+                                        "--no-rx-wakeup", "--idle-sleep-us", "500"});
+    REQUIRE(tuned);
+    CHECK(tuned->spin_us == 0);
+    CHECK(tuned->sched == daemon::Sched::Nice);
+    CHECK_FALSE(tuned->rx_wakeup);
+    CHECK(tuned->idle_sleep_max_us == 500);
+    auto plain = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24"});
+    REQUIRE(plain);
+    CHECK(plain->sched == daemon::Sched::Fifo);
+    CHECK(plain->idle_sleep_max_us == 0);  // chosen by mode at start
+    CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--sched", "rr"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--spin-us", "-1"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--bogus"}));
@@ -126,68 +171,221 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK(ok->run_dir.empty());
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--name", "a/b"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--run-dir", ""}));
+    // --ip6, repeatable, with a prefix length; at most kMaxIp6 of them.
+    auto v6 = daemon::parse_options(
+        {"--iface", "veth0", "--ip", "10.0.0.1/24", "--ip6", "fd77::1/64", "--ip6", "2001:db8::5/48"});
+    REQUIRE(v6);
+    REQUIRE(v6->ip6.size() == 2);
+    CHECK(port::ipv6_to_string(v6->ip6[0].addr) == "fd77::1");
+    CHECK(v6->ip6[1].length == 48);
+    for (const char* bad : {"fd77::1", "ff02::1/64", "fd77::1/129", "10.0.0.1/24"})
+        CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--ip6", bad}));
+    std::vector<std::string> many{"--iface", "veth0", "--ip", "10.0.0.1/24"};
+    for (size_t i = 0; i <= daemon::kMaxIp6; ++i) {
+        many.push_back("--ip6");
+        many.push_back("fd77::" + std::to_string(i + 1) + "/64");
+    }
+    CHECK_FALSE(daemon::parse_options(many));
+    many.resize(many.size() - 2);
+    CHECK(daemon::parse_options(many));
 }
 
 TEST_CASE("datapath: frames for our own MAC loop back into the engine, never onto the port", "[datapath]") {
     using namespace rnic::transport;
+    // GID 0 (IPv4-mapped) and GID 2 (fd77::1): the QPs talk RoCEv2 over IPv4, then over IPv6.
+    const uint8_t sgid = GENERATE(uint8_t{0}, uint8_t{2});
+    INFO("sgid_index " << int{sgid});
+    const auto dir = std::filesystem::temp_directory_path() / ("rnic_loop_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = dir / "loop.pcap";
     port::FakePort io(kSelf.mac);
     Engine engine(engine_config());
-    daemon::Datapath dp(io, engine, kSelf, nullptr);
-    std::vector<uint8_t> memory(8192);
-    const uint32_t pd = *engine.alloc_pd();
-    const MrInfo mr = *engine.reg_mr(pd, memory.data(), memory.size(), reinterpret_cast<uint64_t>(memory.data()), 1);
-    const uint32_t cq = *engine.create_cq(16);
-    QpInitAttr init;
-    init.pd = pd;
-    init.send_cq = init.recv_cq = cq;
-    init.cap = {4, 4, 1, 1, 0};
-    const uint32_t a = engine.create_qp(init)->qpn, b = engine.create_qp(init)->qpn;
-    wire::MacAddr own{};
-    REQUIRE(dp.resolve(kSelf.ipv4, 0, own) == daemon::Neighbour::Resolved);
-    CHECK(own == kSelf.mac);
-    for (auto [qpn, dest] : {std::pair{a, b}, std::pair{b, a}}) {
-        QpAttributes attr;
-        attr.qp_state = QpState::Init;
-        REQUIRE(engine.modify_qp(qpn, attr, QpAttr::State | QpAttr::PkeyIndex | QpAttr::Port | QpAttr::AccessFlags) ==
-                0);
-        attr.qp_state = QpState::Rtr;
-        attr.dest_qp_num = dest;
-        attr.ah_attr.dgid = wire::Gid::from_ipv4(kSelf.ipv4);
-        attr.ah_attr.dmac = own;
-        attr.max_dest_rd_atomic = 1;
-        REQUIRE(engine.modify_qp(qpn, attr,
-                                 QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
-                                     QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer) == 0);
-        attr.qp_state = QpState::Rts;
-        attr.timeout = 14;
-        attr.retry_cnt = 7;
-        attr.rnr_retry = 7;
-        REQUIRE(engine.modify_qp(qpn, attr,
-                                 QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt | QpAttr::RnrRetry |
-                                     QpAttr::MaxQpRdAtomic) == 0);
-    }
-    const auto base = reinterpret_cast<uint64_t>(memory.data());
-    REQUIRE(engine.post_recv(b, RecvWr{1, {{base + 4096, 4096, mr.lkey}}}) == 0);
-    std::memcpy(memory.data(), "looped", 6);
-    SendWr wr;
-    wr.wr_id = 2;
-    wr.send_flags = SendFlag::Signaled;
-    wr.sg_list = {{base, 6, mr.lkey}};
-    REQUIRE(engine.post_send(a, wr) == 0);
     std::vector<WorkCompletion> wcs;
-    for (uint64_t t = 1; t < 20 && wcs.size() < 2; ++t) {
-        dp.poll(t * 1000);
-        WorkCompletion out[4];
-        const int n = engine.poll_cq(cq, out);
-        wcs.insert(wcs.end(), out, out + n);
+    std::vector<uint8_t> memory(8192);
+    {
+        port::Capture cap(path, 0);
+        daemon::Datapath dp(io, engine, kSelf, &cap);
+        const uint32_t pd = *engine.alloc_pd();
+        const MrInfo mr =
+            *engine.reg_mr(pd, memory.data(), memory.size(), reinterpret_cast<uint64_t>(memory.data()), 1);
+        const uint32_t cq = *engine.create_cq(16);
+        QpInitAttr init;
+        init.pd = pd;
+        init.send_cq = init.recv_cq = cq;
+        init.cap = {4, 4, 1, 1, 0};
+        const uint32_t a = engine.create_qp(init)->qpn, b = engine.create_qp(init)->qpn;
+        const wire::Gid own_gid = engine.gids().at(sgid);
+        wire::MacAddr own{};
+        REQUIRE(dp.resolve(own_gid, 0, own) == daemon::Neighbour::Resolved);
+        CHECK(own == kSelf.mac);
+        for (auto [qpn, dest] : {std::pair{a, b}, std::pair{b, a}}) {
+            QpAttributes attr;
+            attr.qp_state = QpState::Init;
+            REQUIRE(engine.modify_qp(qpn, attr,
+                                     QpAttr::State | QpAttr::PkeyIndex | QpAttr::Port | QpAttr::AccessFlags) == 0);
+            attr.qp_state = QpState::Rtr;
+            attr.dest_qp_num = dest;
+            attr.ah_attr.dgid = own_gid;
+            attr.ah_attr.sgid_index = sgid;
+            attr.ah_attr.dmac = own;
+            attr.max_dest_rd_atomic = 1;
+            REQUIRE(engine.modify_qp(qpn, attr,
+                                     QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
+                                         QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer) == 0);
+            attr.qp_state = QpState::Rts;
+            attr.timeout = 14;
+            attr.retry_cnt = 7;
+            attr.rnr_retry = 7;
+            REQUIRE(engine.modify_qp(qpn, attr,
+                                     QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt |
+                                         QpAttr::RnrRetry | QpAttr::MaxQpRdAtomic) == 0);
+        }
+        const auto base = reinterpret_cast<uint64_t>(memory.data());
+        REQUIRE(engine.post_recv(b, RecvWr{1, {{base + 4096, 4096, mr.lkey}}}) == 0);
+        std::memcpy(memory.data(), "looped", 6);
+        SendWr wr;
+        wr.wr_id = 2;
+        wr.send_flags = SendFlag::Signaled;
+        wr.sg_list = {{base, 6, mr.lkey}};
+        REQUIRE(engine.post_send(a, wr) == 0);
+        for (uint64_t t = 1; t < 20 && wcs.size() < 2; ++t) {
+            dp.poll(t * 1000);
+            WorkCompletion out[4];
+            const int n = engine.poll_cq(cq, out);
+            wcs.insert(wcs.end(), out, out + n);
+        }
+        CHECK(dp.counters().loopback_frames >= 2);  // the SEND and its ACK
+        CHECK(io.sent().empty());
+        // Off-link addresses are not resolved (no routing).
+        wire::MacAddr far{};
+        CHECK(dp.resolve(wire::Gid::from_ipv4(0x0B000001), 0, far) == daemon::Neighbour::Unreachable);
+        cap.flush();
     }
     REQUIRE(wcs.size() == 2);
     CHECK(wcs[0].status == WcStatus::Success);
     CHECK(wcs[1].status == WcStatus::Success);
     CHECK(std::memcmp(memory.data() + 4096, "looped", 6) == 0);
-    CHECK(dp.counters().loopback_frames >= 2);  // the SEND and its ACK
-    CHECK(io.sent().empty());
-    // Off-link addresses are not resolved (no routing).
-    wire::MacAddr far{};
-    CHECK(dp.resolve(0x0B000001, 0, far) == daemon::Neighbour::Unreachable);
+    // On the (virtual) wire: the IP version the source GID asked for.
+    const auto frames = tools::read_all_frames(path);
+    REQUIRE(frames.size() >= 2);
+    for (const auto& f : frames) {
+        const auto parsed = wire::parse_frame(f.bytes);
+        REQUIRE(parsed);
+        CHECK(parsed->ip_version == (sgid == 0 ? 4 : 6));
+        CHECK(parsed->src_gid == engine.gids()[sgid]);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("datapath: neighbour solicitations and ping -6 are answered in the poll turn", "[datapath][ipv6]") {
+    port::FakePort io(kSelf.mac);
+    transport::Engine engine(engine_config());
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    io.inject(solicitation(kSelfIp6));
+    io.inject(solicitation(kSelf.ipv6[0].addr, kPeerLinkLocal));
+    io.inject(echo6_request(56));
+    io.inject(echo6_request(56, kSelf.ipv6[0].addr, kPeerLinkLocal));
+    auto bad = echo6_request(8);
+    bad.back() ^= 0x10;
+    io.inject(bad);
+    auto truncated = echo6_request(8);
+    truncated.resize(truncated.size() - 3);
+    io.inject(truncated);
+    const Ipv6Addr all_routers{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    io.inject(icmp6_frame(133, std::vector<uint8_t>(4, 0), kPeerLinkLocal, all_routers, multicast_mac(all_routers)));
+    io.inject(icmp6_frame(133, std::vector<uint8_t>(4, 0), kPeerLinkLocal, kAllNodes, multicast_mac(kAllNodes)));
+    io.inject(solicitation(kSelfIp6, kPeerIp6, 64));  // routed: hop limit not 255
+    CHECK(dp.poll(1000) == 9);
+    REQUIRE(io.sent().size() == 4);
+    const uint8_t types[] = {136, 136, 129, 129};
+    for (size_t i = 0; i < 4; ++i) {
+        const auto m = port::parse_icmp6(io.sent()[i]);
+        REQUIRE(m);
+        CHECK(m->type == types[i]);
+        CHECK(m->eth_dst == kPeerMac);
+    }
+    CHECK(port::parse_icmp6(io.sent()[1])->dst == kPeerLinkLocal);
+    const auto& c = dp.counters();
+    using port::FrameClass;
+    CHECK(c.rx_by_class[size_t(FrameClass::Icmp6ForUs)] == 8);
+    CHECK(c.rx_by_class[size_t(FrameClass::NotForUs)] == 1);  // all-routers: not our group
+    const auto summary = dp.summary();
+    for (const char* counter :
+         {"nd_solicitations_received=2", "nd_advertisements_sent=2", "icmp6_echo_replies=2", "icmp6_bad_checksum=1",
+          "icmp6_malformed=1", "icmp6_other_types=1", "nd_bad_hop_limit=1", "nd_resolved=2"})
+        CHECK(summary.find(counter) != std::string::npos);
+    // Both askers were learnt (stale): the control path resolves them without waiting.
+    wire::MacAddr mac{};
+    CHECK(dp.resolve(wire::Gid::from_ipv6(kPeerIp6), 2000, mac) == daemon::Neighbour::Resolved);
+    CHECK(mac == kPeerMac);
+}
+
+TEST_CASE("datapath: RoCEv2 over IPv6 for our addresses reaches the engine, others do not", "[datapath][ipv6]") {
+    port::FakePort io(kSelf.mac);
+    transport::Engine engine(engine_config());
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    auto roce6 = [](const Ipv6Addr& dst) {
+        wire::FrameSpec spec;
+        spec.dst_mac = kSelf.mac;
+        spec.src_mac = kPeerMac;
+        spec.src_gid = wire::Gid::from_ipv6(kPeerIp6);
+        spec.dst_gid = wire::Gid::from_ipv6(dst);
+        spec.flow_label = 0x12345;
+        spec.bth.opcode = 0x04;  // RC SEND only
+        spec.bth.dest_qp = 0x11;
+        const std::vector<uint8_t> payload(64, 7);
+        spec.payload = payload;
+        std::vector<uint8_t> f(256);
+        f.resize(*wire::build_frame(spec, f));
+        return f;
+    };
+    io.inject(roce6(kSelfIp6));
+    io.inject(roce6(kSelf.ipv6[0].addr));
+    io.inject(roce6(kPeerIp6));  // someone else's
+    auto corrupt = roce6(kSelfIp6);
+    corrupt[corrupt.size() - 1] ^= 1;  // ICRC
+    io.inject(corrupt);
+    CHECK(dp.poll(1000) == 4);
+    CHECK(dp.counters().roce_rx == 3);
+    CHECK(dp.counters().rx_by_class[size_t(port::FrameClass::NotForUs)] == 1);
+    const auto& e = engine.device_counters();
+    CHECK(e.rx_frames == 3);
+    CHECK(e.rx_unknown_qp == 2);  // parsed, ICRC verified, for our GIDs; no QP 0x11 yet
+    CHECK(e.rx_icrc_errors == 1);
+}
+
+TEST_CASE("datapath: IPv6 address vectors resolve through neighbour discovery", "[datapath][ipv6]") {
+    port::FakePort io(kSelf.mac);
+    transport::Engine engine(engine_config());
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    wire::MacAddr mac{};
+    for (const auto& p : kSelf.ipv6) {
+        CHECK(dp.resolve(wire::Gid::from_ipv6(p.addr), 0, mac) == daemon::Neighbour::Resolved);
+        CHECK(mac == kSelf.mac);
+    }
+    // Pending: the solicitation leaves at once (not at the end of the turn).
+    CHECK(dp.resolve(wire::Gid::from_ipv6(kPeerIp6), 0, mac) == daemon::Neighbour::Pending);
+    REQUIRE(io.sent().size() == 1);
+    CHECK(port::parse_icmp6(io.sent()[0])->type == 135);
+    CHECK(dp.next_deadline() == 1'000'000'000);
+    io.inject(advertisement(kPeerIp6, 0x60));
+    dp.poll(1000);
+    CHECK(dp.resolve(wire::Gid::from_ipv6(kPeerIp6), 2000, mac) == daemon::Neighbour::Resolved);
+    CHECK(mac == kPeerMac);
+    // Off-link, multicast and unspecified destinations are never asked for.
+    for (const char* text : {"2001:db8::1", "ff02::1", "::"}) {
+        INFO(text);
+        CHECK(dp.resolve(*wire::Gid::parse(text), 3000, mac) == daemon::Neighbour::Unreachable);
+    }
+    CHECK(io.sent().size() == 1);
+    // A neighbour that never answers becomes Unreachable after the retries.
+    const Ipv6Addr silent = parse_ipv6_prefix_or_die("fd77::99");
+    CHECK(dp.resolve(wire::Gid::from_ipv6(silent), 4000, mac) == daemon::Neighbour::Pending);
+    daemon::Neighbour r = daemon::Neighbour::Pending;
+    for (uint64_t t = 4000; t < 10'000'000'000 && r == daemon::Neighbour::Pending; t += 100'000'000) {
+        dp.poll(t);
+        r = dp.resolve(wire::Gid::from_ipv6(silent), t, mac);
+    }
+    CHECK(r == daemon::Neighbour::Unreachable);
+    CHECK(dp.nd().counters().solicitations_sent == 4);  // 1 for the peer, 3 for the silent one
 }

@@ -41,6 +41,14 @@ uint32_t Connection::ah_handle(const Ah* ah) const noexcept {
 }
 
 int Connection::post_send(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept {
+    return post_sends(qp, wr, bad_wr, false);
+}
+
+int Connection::post_send_all_or_nothing(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept {
+    return post_sends(qp, wr, bad_wr, true);
+}
+
+int Connection::post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool all_or_nothing) noexcept {
     if (dead()) {
         if (bad_wr != nullptr) *bad_wr = wr;
         return EIO;
@@ -55,6 +63,9 @@ int Connection::post_send(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexc
             break;
         }
     }
+    // WQEs written but not yet published are invisible to the daemon: taking the producer
+    // index back un-writes them.
+    if (rc != 0 && all_or_nothing) qp->sq.produced.store(before, std::memory_order_relaxed);
     if (const uint32_t now = qp->sq.produced.load(std::memory_order_relaxed); now != before) {
         qp->sq.ring.publish(now);
         ring_doorbell();

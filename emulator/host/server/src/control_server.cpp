@@ -89,12 +89,18 @@ uint32_t fds_wanted(Op op) {
     return op == Op::Hello || op == Op::ShareSegment || op == Op::CreateCompChannel ? 1 : 0;
 }
 
+// Linux resolves a RoCE path like an IP route and replaces the application's hop limit with the
+// route's (ib_resolve_unicast_gid_dmac, for modify_qp and create_ah alike): ibv_rc_pingpong asks
+// for 1, rxe sends TTL 64. Our destinations are on-link neighbours with the default TTL, so every
+// path gets 64, and a frame of ours survives a router the way rxe's does.
+constexpr uint8_t kRouteHopLimit = 64;
+
 tp::AddressVector to_engine(const abi::AddressVector& a) {
     tp::AddressVector v;
     std::memcpy(v.dgid.raw.data(), a.dgid, 16);
     v.sgid_index = a.sgid_index;
     v.flow_label = a.flow_label;
-    v.hop_limit = a.hop_limit;
+    v.hop_limit = kRouteHopLimit;
     v.traffic_class = a.traffic_class;
     v.sl = a.sl;
     return v;
@@ -194,6 +200,10 @@ DeviceAttr device_attr(const tp::Engine& e, const wire::MacAddr& mac) {
     const uint8_t g[8] = {uint8_t(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
     for (uint8_t b : g) a.node_guid = (a.node_guid << 8) | b;
     a.sys_image_guid = a.node_guid;
+    // What the engine really does: RNR NAKs for RC (IBV_DEVICE_RC_RNR_NAK_GEN) and a system
+    // image GUID (IBV_DEVICE_SYS_IMAGE_GUID). No APM, memory windows, XRC or SRQ resize.
+    constexpr uint32_t kSysImageGuid = 1u << 11, kRcRnrNakGen = 1u << 12;
+    a.device_cap_flags = kSysImageGuid | kRcRnrNakGen;
     a.max_mr_size = l.max_mr_size;
     a.page_size_cap = d.page_size_cap;
     a.vendor_id = d.vendor_id;
@@ -456,15 +466,19 @@ struct OpContext {
     const MessageHeader& h;
 };
 
-// Address vectors carry an IPv4-mapped GID; the MAC comes from ARP. Returns 0 and fills
-// `ip`, or an errno.
-int av_target(const abi::AddressVector& av, uint32_t& ip) {
-    tp::AddressVector v = to_engine(av);
-    if (!v.dgid.is_ipv4_mapped()) {
-        spdlog::info("address vector for {}: only IPv4-mapped GIDs are served", v.dgid.to_string());
+// The GID an address vector's MAC is resolved for, or an errno. The source GID picks the IP
+// version (as rxe's network type follows the sgid), so the destination must be of the same kind:
+// an IPv4-mapped dgid with an IPv6 source (or the reverse) could never be put on the wire.
+int av_target(const tp::Engine& engine, const abi::AddressVector& av, wire::Gid& dgid) {
+    const tp::AddressVector v = to_engine(av);
+    const auto& gids = engine.gids();
+    if (v.sgid_index >= gids.size()) return EINVAL;
+    if (gids[v.sgid_index].is_ipv4_mapped() != v.dgid.is_ipv4_mapped()) {
+        spdlog::info("address vector for {}: source GID {} ({}) is of the other IP version", v.dgid.to_string(),
+                     unsigned{v.sgid_index}, gids[v.sgid_index].to_string());
         return EINVAL;
     }
-    ip = v.dgid.ipv4();
+    dgid = v.dgid;
     return 0;
 }
 
@@ -475,7 +489,7 @@ void HostService::Impl::finish_deferred(Session& s, Resolution r, const wire::Ma
     s.deferred.reset();
     const Op op = static_cast<Op>(d.header.op);
     if (r == Resolution::Unreachable) {
-        spdlog::info("session {}: {} unreachable (no ARP answer)", s.id, wire::ipv4_to_string(d.ipv4));
+        spdlog::info("session {}: {} unreachable (off-link, or no ARP/ND answer)", s.id, d.dgid.to_ip_string());
         reply(s, d.header, EHOSTUNREACH);
         return;
     }
@@ -543,7 +557,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             std::memcpy(out->mac, config.mac.data(), 6);
             const auto& gids = engine.gids();
             out->gid_count = static_cast<uint16_t>(std::min<size_t>(gids.size(), kMaxGids));
-            for (size_t i = 0; i < out->gid_count; ++i) std::memcpy(out->gids[i], gids[i].raw.data(), 16);
+            for (size_t i = 0; i < out->gid_count; ++i) {
+                std::memcpy(out->gids[i], gids[i].raw.data(), 16);
+                out->gid_types[i] = kGidTypeRoceV2;
+            }
             out->async_ring_size = entries;
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
@@ -815,12 +832,12 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 return fail(EINVAL);
             wire::MacAddr mac{};
             if (req.attr_mask & tp::QpAttr::Av) {
-                uint32_t ip = 0;
-                if (int rc = av_target(req.attr.ah_attr, ip); rc) return fail(rc);
-                const Resolution r = resolver ? resolver(ip, now_ns, mac) : Resolution::Unreachable;
+                wire::Gid dgid;
+                if (int rc = av_target(engine, req.attr.ah_attr, dgid); rc) return fail(rc);
+                const Resolution r = resolver ? resolver(dgid, now_ns, mac) : Resolution::Unreachable;
                 if (r != Resolution::Resolved) {
-                    // Replied to from the poll loop once ARP answers (or gives up).
-                    s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), ip, now_ns};
+                    // Replied to from the poll loop once ARP or ND answers (or gives up).
+                    s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), dgid, now_ns};
                     if (r == Resolution::Unreachable) return finish_deferred(s, r, mac);
                     ++counters.deferred_replies;
                     return;
@@ -864,11 +881,11 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             CreateAhRequest req{};
             body_as(body, req);
             if (!owns_pd(req.pd)) return fail(EINVAL);
-            uint32_t ip = 0;
-            if (int rc = av_target(req.av, ip); rc) return fail(rc);
+            wire::Gid dgid;
+            if (int rc = av_target(engine, req.av, dgid); rc) return fail(rc);
             wire::MacAddr mac{};
-            const Resolution r = resolver ? resolver(ip, now_ns, mac) : Resolution::Unreachable;
-            s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), ip, now_ns};
+            const Resolution r = resolver ? resolver(dgid, now_ns, mac) : Resolution::Unreachable;
+            s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), dgid, now_ns};
             if (r == Resolution::Pending) {
                 ++counters.deferred_replies;
                 return;

@@ -327,6 +327,7 @@ size_t HostService::Impl::deliver_completions() {
                 c.sl = wc.sl;
                 c.dlid_path_bits = wc.dlid_path_bits;
                 c.wqe_index = index;
+                c.completion_ts_ns = now_ns;
                 // The engine does not report the SE bit: receives and errors count as solicited.
                 if (wc.status != tp::WcStatus::Success || tp::is_recv(wc.opcode)) notify_solicited = true;
                 std::memcpy(cq.ring.entry(cq.produced++), &c, sizeof c);
@@ -336,6 +337,7 @@ size_t HostService::Impl::deliver_completions() {
         }
         if (room == 0) cq_backlog = true;  // the engine may hold more; look again next turn
         while (room > 0 && !cq.local.empty()) {
+            cq.local.front().completion_ts_ns = now_ns;
             std::memcpy(cq.ring.entry(cq.produced++), &cq.local.front(), sizeof(abi::Cqe));
             cq.local.pop_front();
             notify_solicited = true;
@@ -413,7 +415,7 @@ size_t HostService::Impl::run_deferred() {
         if (s->deferred) waiting.push_back(s);
     for (auto& s : waiting) {
         wire::MacAddr mac{};
-        const Resolution r = resolver ? resolver(s->deferred->ipv4, now_ns, mac) : Resolution::Unreachable;
+        const Resolution r = resolver ? resolver(s->deferred->dgid, now_ns, mac) : Resolution::Unreachable;
         if (r == Resolution::Pending) continue;
         finish_deferred(*s, r, mac);
         read_next(s);

@@ -42,6 +42,7 @@ HostService::Impl::~Impl() {
         acceptor->close(ec);
         unlink(path.c_str());
     }
+    if (wake) (void)wake->release();  // the port's, not ours to close
     kick.reset();  // closes kick_fd
 }
 
@@ -52,37 +53,82 @@ void HostService::Impl::arm_kick() {
         kick_armed = false;
         if (ec) return;
         woken = true;
+        kicked = true;
         ++counters.kicks;
         uint64_t v;
         (void)!read(kick_fd, &v, sizeof v);
     });
 }
 
-void HostService::Impl::sleep(uint64_t max_ns) {
+// Asio's reactor registers descriptors edge-triggered, but starting a wait re-polls the
+// descriptor (EPOLL_CTL_MOD), so a wait armed on an fd that is already readable completes at
+// once: arming after the port's last look is safe. The handler does not read the fd: the port
+// drains its own wake-ups when it arms them.
+void HostService::Impl::arm_wake() {
+    if (!wake || wake_armed) return;
+    wake_armed = true;
+    wake->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                     [this, generation = wake_generation](const boost::system::error_code& ec) {
+                         if (generation != wake_generation) return;  // a descriptor set_wake_fd replaced
+                         wake_armed = false;
+                         if (!ec) wake_fired = true;
+                     });
+}
+
+void HostService::Impl::set_wake_fd(int fd) {
+    if (wake) {
+        (void)wake->release();  // cancels the wait; the port owns the fd
+        wake.reset();
+    }
+    ++wake_generation;
+    wake_armed = false;
+    if (fd >= 0) wake.emplace(io, fd);
+}
+
+bool HostService::Impl::begin_nap() {
     // docs/host_interface.md: advertise the nap, fence, look at the doorbells once more. A client
     // either sees `sleeping` (and kicks) or its producer store is visible to this scan.
     status->sleeping.store(1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (doorbells_pending()) {
         status->sleeping.store(0, std::memory_order_relaxed);
-        return;
+        return false;
     }
+    return true;
+}
+
+void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_order_relaxed); }
+
+NapEnd HostService::Impl::nap(uint64_t max_ns) {
     ++counters.naps;
+    woken = kicked = wake_fired = nap_done = false;
     arm_kick();
-    woken = false;
-    nap_done = false;
-    const uint64_t generation = ++nap_generation;
-    nap_timer.expires_after(std::chrono::nanoseconds(max_ns));
-    nap_timer.async_wait([this, generation](const boost::system::error_code& ec) {
-        if (!ec && generation == nap_generation) nap_done = true;
-    });
-    // One handler at a time: a stale handler (an earlier nap's cancelled timer) must not end
-    // this one, a control message or a kick must.
-    while (!woken && !nap_done) io.run_one();
-    if (!nap_done) nap_timer.cancel();
+    arm_wake();
+    // The timer is reprogrammed only when this nap must end earlier than the armed expiry: a busy
+    // loop naps thousands of times a second, mostly ended by a frame or a kick, and setting and
+    // cancelling a timerfd around each nap would put two syscalls (VM exits here) on the path of
+    // every wake-up. An armed expiry earlier than needed ends the nap early: one idle turn.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(max_ns);
+    if (!nap_timer_armed || end < nap_timer.expiry()) {
+        const uint64_t generation = ++nap_generation;
+        nap_timer_armed = true;
+        nap_timer.expires_at(end);
+        nap_timer.async_wait([this, generation](const boost::system::error_code& ec) {
+            if (ec || generation != nap_generation) return;  // replaced by an earlier expiry
+            nap_timer_armed = false;
+            nap_done = true;
+        });
+    }
+    // One handler at a time: the timer firing between naps ends no nap (nap_done is reset above
+    // and the timer armed again); a control message, a kick or a frame ends this one.
+    while (!woken && !wake_fired && !nap_done) io.run_one();
     status->sleeping.store(0, std::memory_order_relaxed);
-    uint64_t v;
-    (void)!read(kick_fd, &v, sizeof v);  // non-blocking: a kick that raced our waking
+    // A kick that races our waking is not read here: the armed kick wait reads it (a spurious
+    // wake at worst), which keeps a syscall off every wake-up.
+    if (kicked) return NapEnd::Kick;
+    if (wake_fired) return NapEnd::Wake;
+    if (nap_done) return NapEnd::Timer;
+    return NapEnd::Control;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,14 +170,27 @@ void HostService::poll_control() {
     impl_->io.poll();
 }
 
-void HostService::sleep(uint64_t max_ns) {
-    impl_->sleep(max_ns);
+bool HostService::begin_nap() {
+    return impl_->begin_nap();
+}
+void HostService::cancel_nap() {
+    impl_->cancel_nap();
+}
+NapEnd HostService::nap(uint64_t max_ns) {
+    return impl_->nap(max_ns);
+}
+NapEnd HostService::sleep(uint64_t max_ns) {
+    return impl_->begin_nap() ? impl_->nap(max_ns) : NapEnd::Skipped;
+}
+void HostService::set_wake_fd(int fd) {
+    impl_->set_wake_fd(fd);
 }
 
 void HostService::shutdown(uint64_t now_ns) {
     Impl& m = *impl_;
     m.now_ns = now_ns;
     if (m.status) m.status->shutting_down.store(1, std::memory_order_release);
+    m.set_wake_fd(-1);  // the port may be closed before this service is destroyed
     for (auto& [id, s] : m.sessions) m.push_async(*s, static_cast<uint32_t>(transport::EventType::DeviceFatal), 1);
     for (auto& [qpn, qp] : m.qps) m.qp_to_error(*qp);
     m.deliver_completions();  // the flush completions reach the rings before the sessions go

@@ -68,10 +68,16 @@ struct HostService::Impl {
     int kick_fd = -1;
     std::optional<boost::asio::posix::stream_descriptor> kick;
     bool kick_armed = false;
+    std::optional<boost::asio::posix::stream_descriptor> wake;  // the port's fd, not owned
+    bool wake_armed = false;
+    uint64_t wake_generation = 0;
+    bool wake_fired = false;
     boost::asio::steady_timer nap_timer;
     uint64_t nap_generation = 0;
+    bool nap_timer_armed = false;
     bool nap_done = false;
-    bool woken = false;
+    bool woken = false;   // a control message or a kick: the loop has work
+    bool kicked = false;
 
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;
@@ -120,7 +126,11 @@ struct HostService::Impl {
 
     // ---- host_service.cpp ----
     void arm_kick();
-    void sleep(uint64_t max_ns);
+    void arm_wake();
+    void set_wake_fd(int fd);
+    bool begin_nap();
+    void cancel_nap();
+    NapEnd nap(uint64_t max_ns);
 };
 
 }  // namespace rnic::host::server

@@ -18,6 +18,7 @@
 
 #include "ring_memory.hpp"
 #include "rnic/host/abi/control.hpp"
+#include "rnic/wire/gid.hpp"
 
 namespace rnic::host::server {
 
@@ -43,11 +44,12 @@ struct Channel {
     int fd;
 };
 
-// A ModifyQp or CreateAh waiting for ARP: replied to from the poll loop once resolved.
+// A ModifyQp or CreateAh waiting for ARP or neighbour discovery: replied to from the poll loop
+// once resolved.
 struct Deferred {
     abi::MessageHeader header{};
     std::vector<uint8_t> body;
-    uint32_t ipv4 = 0;
+    wire::Gid dgid;
     uint64_t since_ns = 0;
 };
 

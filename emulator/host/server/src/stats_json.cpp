@@ -35,6 +35,7 @@ std::string HostService::Impl::stats_json() const {
         {"pid", daemon_pid},
         {"mac", mac_text(config.mac)},
         {"ipv4", wire::ipv4_to_string(config.ipv4) + "/" + std::to_string(config.prefix_length)},
+        {"ipv6", config.ipv6},
         {"port_state", port.active ? "ACTIVE" : "DOWN"},
         {"active_mtu", tp::mtu_bytes(port.active_mtu)},
         {"max_mtu", tp::mtu_bytes(port.max_mtu)},

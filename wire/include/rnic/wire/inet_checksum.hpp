@@ -1,4 +1,5 @@
-// RFC 1071 Internet checksum for the IPv4 header and, when a sender filled it, the UDP checksum.
+// RFC 1071 Internet checksum for the IPv4 header and, when a sender filled it, the UDP checksum;
+// the pseudo-header sum is shared with ICMPv6, whose checksum covers one too (RFC 4443 2.3).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,10 @@ uint32_t inet_sum(const uint8_t* data, size_t length, uint32_t sum = 0) noexcept
 uint16_t inet_fold(uint32_t sum) noexcept;
 
 uint16_t ipv4_header_checksum(const uint8_t* header, size_t header_length) noexcept;
+
+// Sum of the pseudo-header (RFC 768 for IPv4, RFC 8200 8.1 for IPv6) for an upper-layer message of
+// `upper_length` bytes carried in protocol `next_header`; `ip` points at the IPv4 or IPv6 header.
+uint32_t pseudo_header_sum(const uint8_t* ip, uint8_t next_header, size_t upper_length) noexcept;
 
 // UDP checksum over the pseudo-header; `ip` points at the IPv4 or IPv6 header, `udp` at a UDP
 // datagram of `udp_length` bytes. Returns the value to put in the header (0 maps to 0xFFFF).

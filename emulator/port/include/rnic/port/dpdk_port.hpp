@@ -18,6 +18,11 @@ struct DpdkPortConfig {
     uint16_t rx_descriptors = 1024;
     uint16_t tx_descriptors = 1024;
     uint16_t burst = 32;
+    // RX wake-ups (PortIo::rx_wait_fd): the driver's RX interrupt when it has one, else a wake
+    // socket on `iface` (af_packet) accepting what the daemon at `ipv4` (host order) serves, else
+    // the AF_XDP socket itself (af_xdp). Off: the loop naps on a timer.
+    bool rx_wakeups = true;
+    uint32_t ipv4 = 0;
 };
 
 // The EAL arguments rnicd uses: the flags measured to work on machines without hugepages or
@@ -40,7 +45,11 @@ public:
     std::span<const uint8_t> last_committed() const override;
     size_t flush_tx() override;
     PortStats stats() const override;
+    int rx_wait_fd() const override;
+    void arm_rx_wait() override;
+    void rx_wait_done() override;
     std::string description() const;  // device name, driver, MTU, pool size, for the log
+    unsigned ip_mtu() const;          // the largest IP packet the port carries
 
 private:
     struct Impl;

@@ -18,6 +18,7 @@ struct PortStats {
     uint64_t tx_bytes = 0;
     uint64_t tx_no_buffer = 0;  // allocate() found no buffer (pool empty or frame too big)
     uint64_t tx_dropped = 0;    // the device did not take the frame after retries
+    uint64_t rx_missed = 0;     // the device dropped frames we did not poll in time (ring full)
 };
 
 using RxFrame = std::span<const uint8_t>;
@@ -42,6 +43,15 @@ public:
     virtual size_t flush_tx() = 0;
 
     virtual PortStats stats() const = 0;
+
+    // Sleeping until a frame arrives instead of spinning. rx_wait_fd() becomes readable when a
+    // frame may have arrived since the last arm_rx_wait(); -1 when the port cannot tell (the loop
+    // then naps on a timer). The loop arms, calls rx_burst once more (a frame that came before
+    // the arming is found there), sleeps on the fd, and calls rx_wait_done() on waking.
+    // Spurious readiness is allowed, a missed frame is not.
+    virtual int rx_wait_fd() const { return -1; }
+    virtual void arm_rx_wait() {}
+    virtual void rx_wait_done() {}
 };
 
 }  // namespace rnic::port

@@ -24,24 +24,23 @@ namespace rnic::transport {
 
 #define RNIC_DECLARE_COUNTER(name) uint64_t name = 0;
 #define RNIC_LIST_COUNTER(name) out.emplace_back(#name, name);
+// The members of a counter struct: one uint64_t per name in LIST, and list() of (name, value)
+// pairs in that order. The port's counter structs use it too.
+#define RNIC_COUNTER_MEMBERS(LIST)                                    \
+    LIST(RNIC_DECLARE_COUNTER)                                        \
+    std::vector<std::pair<std::string_view, uint64_t>> list() const { \
+        std::vector<std::pair<std::string_view, uint64_t>> out;       \
+        LIST(RNIC_LIST_COUNTER)                                       \
+        return out;                                                   \
+    }
 
 struct QpCounters {
-    RNIC_QP_COUNTERS(RNIC_DECLARE_COUNTER)
-    std::vector<std::pair<std::string_view, uint64_t>> list() const {
-        std::vector<std::pair<std::string_view, uint64_t>> out;
-        RNIC_QP_COUNTERS(RNIC_LIST_COUNTER)
-        return out;
-    }
+    RNIC_COUNTER_MEMBERS(RNIC_QP_COUNTERS)
     void add(const QpCounters& o);
 };
 
 struct DeviceCounters {
-    RNIC_DEVICE_COUNTERS(RNIC_DECLARE_COUNTER)
-    std::vector<std::pair<std::string_view, uint64_t>> list() const {
-        std::vector<std::pair<std::string_view, uint64_t>> out;
-        RNIC_DEVICE_COUNTERS(RNIC_LIST_COUNTER)
-        return out;
-    }
+    RNIC_COUNTER_MEMBERS(RNIC_DEVICE_COUNTERS)
 };
 
 }  // namespace rnic::transport

@@ -32,7 +32,9 @@ struct ParsedFrameRef;
 
 struct EngineConfig {
     wire::MacAddr mac{};
-    std::vector<wire::Gid> gids;  // GID table; index 0 is the port's RoCEv2 IPv4 GID
+    // GID table, all RoCE v2; index 0 is the port's IPv4-mapped GID, IPv6 addresses follow in
+    // rnicd. An address vector's sgid_index picks the source and with it IPv4 or IPv6 framing.
+    std::vector<wire::Gid> gids;
     DeviceLimits limits;
     CacheSetup caches;
     EngineTuning tuning;
@@ -129,6 +131,7 @@ private:
 
     QueuePair* find_qp(uint32_t qpn);
     const QueuePair* find_qp(uint32_t qpn) const;
+    bool valid_av(const AddressVector& av) const noexcept;
     void complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc);
     void raise_event(EventType type, uint32_t object);
     void move_to_error(QueuePair& qp);

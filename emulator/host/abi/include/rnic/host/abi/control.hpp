@@ -15,12 +15,13 @@
 namespace rnic::host::abi {
 
 inline constexpr uint32_t kMagic = 0x434e5252;  // "RRNC" little-endian
-inline constexpr uint16_t kAbiVersion = 1;
+inline constexpr uint16_t kAbiVersion = 2;      // 2: HelloReply::gid_types
 inline constexpr size_t kMaxMessage = 64 * 1024;
 inline constexpr size_t kMaxFdsPerMessage = 4;
 inline constexpr const char* kDefaultRunDir = "/run/rnic";
 inline constexpr const char* kRunDirEnv = "RNIC_RUN_DIR";
 inline constexpr uint32_t kMaxGids = 16;
+inline constexpr uint8_t kGidTypeRoceV2 = 2;  // enum ibv_gid_type: IBV_GID_TYPE_ROCE_V2
 inline constexpr uint32_t kDeviceNameMax = 32;
 
 enum class Op : uint16_t {
@@ -127,7 +128,7 @@ struct AddressVector {  // struct ibv_ah_attr with its GRH (RoCE always has one)
     uint8_t static_rate;
     uint8_t src_path_bits;
     uint16_t dlid;
-    uint8_t dmac[6];  // replies only: what the daemon resolved (ARP) for the dgid
+    uint8_t dmac[6];  // replies only: what the daemon resolved (ARP or ND) for the dgid
 };
 static_assert(sizeof(AddressVector) == 36);
 
@@ -182,7 +183,10 @@ struct HelloReply {
     uint32_t status_page_size;  // bytes of the status page memfd
     uint32_t session_id;
     uint32_t reserved;
+    uint8_t gid_types[kMaxGids];  // enum ibv_gid_type per GID (every GID of rnicd is RoCE v2)
 };
+static_assert(offsetof(HelloReply, gids) == 268 && offsetof(HelloReply, async_ring_size) == 524 &&
+              offsetof(HelloReply, gid_types) == 540 && sizeof(HelloReply) == 560);
 
 // The daemon's status page, mapped read-only by every client.
 struct StatusPage {

@@ -72,10 +72,15 @@ struct Cqe {
     // The free-running ring index of the WQE this completes (SQ, RQ or SRQ). A send CQE at index
     // i also retires every unsignaled WQE before i, so the client knows which slots are free.
     uint32_t wqe_index;
-    uint8_t reserved1[12];
+    uint8_t reserved1[4];
+    // rnicd's CLOCK_MONOTONIC, in ns, when the CQE went into the ring: the device clock that
+    // ibv_wc_read_completion_ts reports (hca_core_clock 1 GHz). Writing it into the ring, not at
+    // the engine's completion, keeps the engine free of clocks it does not need.
+    uint64_t completion_ts_ns;
 };
 static_assert(sizeof(Cqe) == 64);
 static_assert(offsetof(Cqe, wqe_index) == 48);
+static_assert(offsetof(Cqe, completion_ts_ns) == 56);
 
 // An asynchronous event (ibv_get_async_event), in the session's event ring.
 struct AsyncEventEntry {

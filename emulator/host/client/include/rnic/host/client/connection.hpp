@@ -84,6 +84,9 @@ public:
     Result<abi::QueryQpReply> query_qp(Qp* qp, uint32_t attr_mask);
     int destroy_qp(Qp* qp);
     int post_send(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept;
+    // The same for a batch that must be posted whole or not at all (ibv_wr_complete): on any
+    // error nothing is published and the SQ is as before.
+    int post_send_all_or_nothing(Qp* qp, const SendWr* wr, const SendWr** bad_wr) noexcept;
     int post_recv(Qp* qp, const RecvWr* wr, const RecvWr** bad_wr) noexcept;
 
     Result<Ah*> create_ah(Pd* pd, const abi::AddressVector& av);
@@ -104,6 +107,7 @@ private:
     // Non-blocking check for a hung-up socket; rate-limited by the callers on the data path.
     bool probe_dead() noexcept;
     void ring_doorbell() noexcept;
+    int post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool all_or_nothing) noexcept;
     uint32_t ah_handle(const Ah* ah) const noexcept;
     // Waits until `fd` is readable (and reads it) or the daemon hangs up; EAGAIN when `fd` is
     // O_NONBLOCK and not readable.

@@ -67,6 +67,7 @@ struct Cq {
     Connection* connection;
     CompChannel* channel;
     uint32_t handle;
+    void* user = nullptr;  // the wrapper that owns this object (the verbs shim's ibv_cq), for events
     uint32_t cqe;  // granted
     RingMapping memory;
     abi::RingView ring;
@@ -102,6 +103,7 @@ struct Srq {
     Connection* connection;
     Pd* pd;
     uint32_t handle;
+    void* user = nullptr;  // the verbs shim's ibv_srq, for async events
     uint32_t srq_limit;
     RingMapping memory;
     WorkQueue wq;  // max_wr and max_sge as granted
@@ -120,6 +122,7 @@ struct Qp {
     Connection* connection;
     Pd* pd;
     uint32_t qpn;
+    void* user = nullptr;  // the verbs shim's ibv_qp, for async events
     uint32_t qp_type;
     Cq* send_cq;
     Cq* recv_cq;

@@ -19,15 +19,21 @@
 
 #include "rnic/host/abi/control.hpp"
 #include "rnic/transport/engine.hpp"
+#include "rnic/wire/gid.hpp"
 #include "rnic/wire/headers.hpp"
 
 namespace rnic::host::server {
 
 enum class Resolution : uint8_t { Resolved, Pending, Unreachable };
 
-// Neighbour lookup for address vectors (ARP in rnicd): Resolved fills `mac`; Pending means ask
-// again on a later turn.
-using Resolver = std::function<Resolution(uint32_t ipv4, uint64_t now_ns, wire::MacAddr& mac)>;
+// Why a nap ended: Skipped (work was already waiting), Kick (a client's doorbell), Wake (the
+// wake fd: a frame), Control (a control message was served), Timer (the nap's length).
+enum class NapEnd : uint8_t { Skipped, Kick, Wake, Control, Timer };
+
+// Neighbour lookup for an address vector's destination GID (ARP for IPv4-mapped GIDs, neighbour
+// discovery for IPv6 ones, in rnicd): Resolved fills `mac`; Pending means ask again on a later
+// turn.
+using Resolver = std::function<Resolution(const wire::Gid& dgid, uint64_t now_ns, wire::MacAddr& mac)>;
 // Counters of the parts the service does not own (datapath, ARP, ICMP), for the Stats op.
 using CounterSource = std::function<std::vector<std::pair<std::string, uint64_t>>()>;
 
@@ -37,6 +43,7 @@ struct ServerConfig {
     wire::MacAddr mac{};
     uint32_t ipv4 = 0;  // host order
     uint8_t prefix_length = 24;
+    std::vector<std::string> ipv6;  // "addr/len", link-local first: for Stats (the GIDs are the engine's)
     uint32_t ethernet_mtu = 1500;
     uint32_t async_ring_entries = 256;
 };
@@ -64,9 +71,20 @@ public:
     // Runs ready control handlers without blocking.
     void poll_control();
 
-    // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message or the
-    // kick eventfd, following the status page's sleeping protocol so no doorbell is lost.
-    void sleep(uint64_t max_ns);
+    // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message, the
+    // kick eventfd or the wake fd, following the status page's sleeping protocol so no doorbell
+    // is lost. In three steps, so the loop can take a last look at its port in between:
+    // begin_nap() advertises the nap and scans the doorbells once more (false: work is waiting,
+    // no nap); then either cancel_nap() (the last look found work) or nap().
+    bool begin_nap();
+    void cancel_nap();
+    NapEnd nap(uint64_t max_ns);
+    // begin_nap() and nap() without a last look.
+    NapEnd sleep(uint64_t max_ns);
+
+    // A file descriptor whose readability also ends a nap (the port's RX wake-up); not owned,
+    // must stay open until shutdown() or set_wake_fd(-1).
+    void set_wake_fd(int fd);
 
     // SIGTERM: shutting_down, IBV_EVENT_DEVICE_FATAL to every session, every QP to ERR with its
     // flush completions delivered, sessions closed and reclaimed, socket file removed.

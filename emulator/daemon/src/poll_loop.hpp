@@ -1,0 +1,69 @@
+// rnicd's loop around the turn: the host interface's data path, the port's, control messages
+// between turns, and the nap when idle. The nap sleeps on the kick eventfd, the control socket
+// and the port's RX wake fd at once, so a sleeping loop answers a frame, a doorbell or a control
+// message at once; the idle policy decides when to sleep. No DPDK here: tested over FakePort.
+#pragma once
+
+// Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
+// clang-format off
+#include <utility>
+// clang-format on
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datapath.hpp"
+#include "idle_policy.hpp"
+#include "rnic/host/server/host_service.hpp"
+#include "rnic/port/port_io.hpp"
+
+namespace rnic::daemon {
+
+struct LoopCounters {
+    uint64_t turns = 0;
+    uint64_t naps = 0;               // naps taken (after the last look found nothing)
+    uint64_t last_look_work = 0;     // the last look before a nap found work: no nap
+    uint64_t woken_by_rx = 0;        // naps ended by the port's wake fd
+    uint64_t woken_by_kick = 0;      // ... by a client's doorbell kick
+    uint64_t woken_by_control = 0;   // ... by a control message
+    uint64_t naps_timed_out = 0;     // ... by the nap's length (a timer, the cap)
+    // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
+    // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
+    // the nap ended). Stays 0 when the wake-up
+    // works; a non-zero value costs up to one nap cap per frame.
+    uint64_t rx_after_timeout = 0;
+};
+
+class PollLoop {
+public:
+    using Clock = uint64_t (*)();  // monotonic nanoseconds
+
+    // Registers the port's wake fd with the host service unless `idle.busy_poll` (or the port has
+    // none: then naps are timed). `idle.wake_on_rx` is set from that.
+    PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock);
+
+    // One turn; when the idle policy says so, a nap after it.
+    void turn();
+
+    bool wakes_on_rx() const noexcept { return wake_on_rx_; }
+    const IdlePolicy& idle() const noexcept { return idle_; }
+    const LoopCounters& counters() const noexcept { return counters_; }
+    std::vector<std::pair<std::string, uint64_t>> counter_list() const;
+
+private:
+    void nap(uint64_t sleep_ns);
+
+    port::PortIo& io_;
+    Datapath& dp_;
+    host::server::HostService& host_;
+    Clock clock_;
+    bool wake_on_rx_;
+    IdlePolicy idle_;
+    LoopCounters counters_;
+    uint64_t last_control_ = 0;
+    bool check_rx_after_timeout_ = false;
+    uint64_t rx_frames_at_timeout_ = 0;
+};
+
+}  // namespace rnic::daemon

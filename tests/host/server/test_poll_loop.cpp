@@ -1,0 +1,143 @@
+// rnicd's loop (PollLoop) over FakePort and the real host service: when it naps, what ends a
+// nap, and that a frame is never left waiting for the nap's cap.
+#include <time.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "poll_loop.hpp"
+#include "raw_client.hpp"
+
+using namespace rnic;
+using namespace rnic::host::test;
+
+namespace {
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Naps this long would fail the test by ctest's timeout, never pass it by luck.
+constexpr uint64_t kLongNap = 30'000'000'000ull;
+
+daemon::IdlePolicy::Config sleepy(uint64_t max_sleep_ns = kLongNap) {
+    return {.busy_poll = false, .spin_ns = 0, .min_sleep_ns = 1000, .max_sleep_ns = max_sleep_ns};
+}
+
+// Runs `act` on another thread once the loop has advertised a nap (status page `sleeping`),
+// as a peer's frame or a client would arrive while the daemon sleeps.
+std::thread when_asleep(const Rig& rig, std::function<void()> act) {
+    return std::thread([&rig, act = std::move(act)] {
+        for (int i = 0; i < 10'000 && rig.host->status().sleeping.load() == 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // well inside the nap, usually
+        act();
+    });
+}
+
+size_t echo_replies(Rig& rig) {
+    size_t n = 0;
+    for (const auto& f : rig.port.sent()) n += f.size() > 34 && f[23] == 1 && f[34] == 0;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("poll loop: a frame ends a nap and one that came before the arming is found by the last look") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
+    REQUIRE(loop.wakes_on_rx());
+
+    SECTION("a frame arriving during the nap wakes the loop") {
+        auto peer = when_asleep(rig, [&rig] { rig.port.inject(port::test::echo_request(56)); });
+        loop.turn();  // naps until the frame
+        peer.join();
+        const auto& c = loop.counters();
+        // Rarely the frame beats the nap and the last look finds it: fine as well.
+        CHECK(c.woken_by_rx + c.last_look_work == 1);
+        CHECK(c.naps_timed_out == 0);
+        CHECK(rig.port.arms() >= 1);
+        if (c.woken_by_rx) CHECK(rig.port.waits_done() == 1);
+        loop.turn();
+        CHECK(echo_replies(rig) == 1);
+    }
+    SECTION("a frame whose wake-up the arming cleared is found before sleeping") {
+        bool once = true;
+        rig.port.on_arm([&] {
+            if (std::exchange(once, false)) rig.port.inject(port::test::echo_request(56));
+        });
+        loop.turn();
+        const auto& c = loop.counters();
+        CHECK(c.last_look_work == 1);
+        CHECK(c.naps == 0);
+        CHECK(echo_replies(rig) == 1);  // answered by the last look itself
+    }
+}
+
+TEST_CASE("poll loop: a kick or a control message ends a nap") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
+    RawClient c(rig.host->socket_path());
+    Reply hello = rig.hello(c);
+    REQUIRE(hello.fds.size() == 3);
+    const int kick = hello.fds[1];
+
+    auto client = when_asleep(rig, [kick] {
+        const uint64_t one = 1;
+        REQUIRE(write(kick, &one, sizeof one) == sizeof one);
+    });
+    loop.turn();
+    client.join();
+    CHECK(loop.counters().woken_by_kick + loop.counters().last_look_work == 1);
+
+    // A request sent while the loop sleeps is answered from inside the nap, which then ends.
+    auto query = when_asleep(rig, [&c] { c.send(host::abi::Op::QueryPort, nullptr, 0); });
+    loop.turn();
+    query.join();
+    CHECK(loop.counters().woken_by_control + loop.counters().last_look_work >= 1);
+    std::optional<Reply> r = c.try_receive();
+    REQUIRE(r);
+    CHECK(r->header.status == 0);
+}
+
+TEST_CASE("poll loop: --busy-poll never naps and a port without a wake fd naps on a timer") {
+    SECTION("busy") {
+        Rig rig;
+        auto idle = sleepy();
+        idle.busy_poll = true;
+        daemon::PollLoop loop(rig.port, rig.dp, *rig.host, idle, monotonic_ns);
+        CHECK_FALSE(loop.wakes_on_rx());
+        for (int i = 0; i < 200; ++i) loop.turn();
+        CHECK(loop.counters().naps == 0);
+        CHECK(rig.port.arms() == 0);
+    }
+    SECTION("no wake fd: timed naps that start short and double") {
+        Rig rig;
+        rig.port.disable_rx_wakeup();
+        daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(8'000), monotonic_ns);
+        CHECK_FALSE(loop.wakes_on_rx());
+        for (int i = 0; i < 10; ++i) loop.turn();
+        CHECK(loop.counters().naps == 10);
+        CHECK(loop.counters().naps_timed_out == 10);
+        CHECK(rig.port.arms() == 0);
+        rig.port.inject(port::test::echo_request(8));
+        loop.turn();
+        CHECK(echo_replies(rig) == 1);
+        CHECK(loop.counters().rx_after_timeout == 0);  // only counted where a wake-up was due
+    }
+}
+
+TEST_CASE("poll loop: a lost wake-up costs one nap cap and is counted") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(100'000'000), monotonic_ns);
+    auto peer = when_asleep(rig, [&rig] { rig.port.inject_without_wakeup(port::test::echo_request(8)); });
+    loop.turn();
+    peer.join();
+    loop.turn();
+    const auto& c = loop.counters();
+    CHECK(c.rx_after_timeout + c.last_look_work == 1);
+    CHECK(echo_replies(rig) == 1);
+}

@@ -1,0 +1,74 @@
+"""A raw client of rnicd's control socket and rings, written from docs/host_interface.md and
+control.hpp without the client library (so the tests check the protocol itself): a session with
+one registered 8 KiB buffer, one CQ and one RC QP, moved along its states by ModifyQp. Offsets are
+those of abi::HelloReply, QpAttr and friends (static_asserted there)."""
+import ctypes
+import mmap
+import os
+import socket
+import struct
+import time
+
+MAGIC = 0x434E5252
+ABI_VERSION = 2
+
+
+class Sess:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); self.s.connect(path); self.seq = 0
+        self.efd = os.eventfd(0, os.EFD_NONBLOCK)
+        self.s.settimeout(10)
+        st, body, fds = self.call(1, struct.pack("<II", os.getpid(), 0), [self.efd]); assert st == 0
+        self.status = mmap.mmap(fds[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ); self.kick = fds[1]
+        self.gid_count = struct.unpack_from("<H", body, 266)[0]
+        self.gids = [body[268 + 16 * i:284 + 16 * i] for i in range(self.gid_count)]
+        self.gid_types = list(body[540:540 + self.gid_count])
+        self.gid = self.gids[0]
+        self.async_size = struct.unpack_from("<I", body, 268 + 16 * 16)[0]
+        self.async_ring = mmap.mmap(fds[2], 192 + 8 * self.async_size)
+        st, body, _ = self.call(2); self.pd = struct.unpack_from("<I", body)[0]
+        bfd = os.memfd_create("buf"); os.ftruncate(bfd, 8192)
+        self.buf = mmap.mmap(bfd, 8192); self.addr = ctypes.addressof(ctypes.c_char.from_buffer(self.buf))
+        assert self.call(4, struct.pack("<IIQ", 1, 0, 8192), [bfd])[0] == 0
+        st, body, _ = self.call(6, struct.pack("<IIQQQII", self.pd, 7, self.addr, 8192, self.addr, 0, 1) + struct.pack("<IIQQ", 1, 0, 0, 8192)); assert st == 0
+        self.lkey, self.rkey = struct.unpack_from("<II", body)
+        st, body, cfds = self.call(10, struct.pack("<IIII", 16, 0, 0, 0)); assert st == 0
+        self.cq, _, self.cq_size, cq_bytes = struct.unpack_from("<IIII", body); self.cqm = mmap.mmap(cfds[0], cq_bytes); self.cons = 0
+        st, body, qfds = self.call(16, struct.pack("<IIIIII", 2, self.pd, self.cq, self.cq, 0, 0) + struct.pack("<IIIII", 4, 4, 1, 1, 0)); assert st == 0
+        f = struct.unpack_from("<I5I6I", body); self.qpn = f[0]; self.rq_off = f[10]; self.qm = mmap.mmap(qfds[0], f[11])
+    def call(self, op, body=b"", fds=()):
+        self.seq += 1
+        m = struct.pack("<IHHIIiI", MAGIC, ABI_VERSION, op, self.seq, 24+len(body), 0, 0) + body
+        socket.send_fds(self.s, [m], list(fds)) if fds else self.s.send(m)
+        data, rfds, _, _ = socket.recv_fds(self.s, 65536, 4)
+        return struct.unpack_from("<IHHIIiI", data)[5], data[24:], rfds
+    @staticmethod
+    def qpattr(state=0, mtu=0, dest=0, access=0, timeout=0, retry=0, rnr=0, mrd=0, mdrd=0, minrnr=0, port=0,
+               dgid=b"\0"*16, sgid=0):
+        av = dgid + struct.pack("<IBBBBBBBBH6s", 0, sgid, 64, 0, 0, 1, 1, 0, 0, 0, b"\0"*6)
+        return struct.pack("<8I", state, 0, mtu, 0, 0, 0, dest, access) + b"\0"*20 + av + struct.pack("<HBBBBBBBBBB", 0, 0, 0, mrd, mdrd, minrnr, port, timeout, retry, rnr, 0)
+    def to_init(self):
+        assert self.call(17, struct.pack("<II", self.qpn, 1|16|32|8) + self.qpattr(state=1, access=7, port=1))[0] == 0
+    def to_rtr(self, dest, dgid, sgid=0):
+        """ModifyQp to RTR with a path to `dgid` from GID `sgid`: waits for ARP or ND. Returns the status."""
+        t0 = time.monotonic()
+        st = self.call(17, struct.pack("<II", self.qpn, 1|128|256|(1<<20)|(1<<12)|(1<<17)|(1<<15)) + self.qpattr(state=2, mtu=5, dest=dest, mdrd=1, minrnr=1, dgid=dgid, sgid=sgid))[0]
+        self.rtr_ms = (time.monotonic() - t0) * 1000
+        return st
+    def connect(self, dest, dgid, sgid=0):
+        self.to_init()
+        st = self.to_rtr(dest, dgid, sgid); assert st == 0, st
+        assert self.call(17, struct.pack("<II", self.qpn, 1|(1<<16)|(1<<9)|(1<<10)|(1<<11)|(1<<13)) + self.qpattr(state=3, timeout=14, retry=7, rnr=7, mrd=1))[0] == 0
+    def path(self):
+        """QueryQp: the path's (dgid, sgid_index, dmac) as the daemon resolved it."""
+        st, body, _ = self.call(18, struct.pack("<II", self.qpn, 0)); assert st == 0, st
+        av = body[52:88]
+        return av[0:16], av[20], av[30:36]
+    def doorbell(self):
+        if struct.unpack_from("<I", self.status, 0)[0]: os.write(self.kick, (1).to_bytes(8, "little"))
+    def poll(self):
+        out = []
+        prod = struct.unpack_from("<I", self.cqm, 0)[0]
+        while self.cons != prod:
+            out.append(struct.unpack_from("<QIIII", self.cqm, 192 + (self.cons % self.cq_size) * 64)); self.cons += 1
+        return out
