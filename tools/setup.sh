@@ -12,6 +12,9 @@ packages=(
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
   iproute2 nftables iputils-ping iperf3 sockperf
   perftest ibverbs-utils rdmacm-utils
+  # interop with Linux Soft-RoCE (tests/interop): a qemu VM booting Debian's kernel (rdma_rxe)
+  # from an initramfs built out of these packages
+  qemu-system-x86 linux-image-amd64 busybox-static kmod cpio libibverbs1 ibverbs-providers
 )
 
 missing=()

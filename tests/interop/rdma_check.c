@@ -1,0 +1,282 @@
+/* rdma_check: RDMA WRITE, READ and both atomics between two RC QPs with every byte checked, the
+   one thing Debian's programs cannot show (perftest never looks at the data, the pingpongs only
+   SEND). Built against rdma-core's libibverbs, it runs unmodified in the rxe VM and on rnicd
+   (rnic-run), so each side can be the requester.
+
+     server: rdma_check -d DEV -g GID_INDEX -p PORT [-m MTU] [-s SIZE] [-n ITERS]
+     client: rdma_check ... SERVER_IP
+
+   The QP data (QPN, PSN, GID, rkey, address) is exchanged over TCP, as the pingpongs do. The
+   client, per iteration i: WRITEs pattern i into the server's buffer, READs it back into a
+   second buffer and compares; FETCH_AND_ADDs 1 to the server's counter (the old value must be
+   i) and COMPARE_AND_SWAPs a second word from i to i+1 (must return i). Then it tells the
+   server over TCP, and the server checks its own memory: the last pattern and both counters.
+   Exit 0 when everything matched; every wait is bounded (20 s per completion, 60 s on TCP). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+struct dest {
+    uint32_t qpn, psn, rkey;
+    uint64_t addr;
+    uint8_t gid[16];
+};
+
+/* One buffer on each side: [0, size) is written and read (the client's source), then two
+   8-byte atomic words at `words` (8-byte aligned, as atomics need), then the client's read-back
+   area and its 8-byte atomic result. */
+struct ctx {
+    struct ibv_context *dev;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    struct ibv_mr *mr;
+    uint8_t *buf;
+    size_t size, words, back, result, total;
+};
+
+static int die(const char *what) {
+    fprintf(stderr, "rdma_check: %s failed: %s\n", what, strerror(errno));
+    return 1;
+}
+
+static uint8_t pattern(int iter, size_t i) { return (uint8_t)(i * 7 + (size_t)iter * 13 + (i >> 8)); }
+
+static int tcp_exchange(const char *server, int port, const struct dest *mine, struct dest *theirs) {
+    int fd = -1;
+    if (server) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        if (inet_pton(AF_INET, server, &a.sin_addr) != 1) return -1;
+        for (int tries = 0; tries < 100; tries++) { /* the server may not listen yet: 10 s */
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
+            close(fd);
+            fd = -1;
+            usleep(100000);
+        }
+    } else {
+        int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1)) return -1;
+        fd = accept(l, NULL, NULL);
+        close(l);
+    }
+    if (fd < 0) return -1;
+    struct timeval tv = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (write(fd, mine, sizeof *mine) != sizeof *mine || recv(fd, theirs, sizeof *theirs, MSG_WAITALL) != sizeof *theirs) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int connect_qp(struct ctx *c, int gid_index, enum ibv_mtu mtu, const struct dest *mine, const struct dest *d) {
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                               IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE};
+    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return die("INIT");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = mtu;
+    a.dest_qp_num = d->qpn;
+    a.rq_psn = d->psn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.hop_limit = 1; /* as the pingpongs ask; Linux sends the route's 64 anyway */
+    a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+    memcpy(a.ah_attr.grh.dgid.raw, d->gid, 16);
+    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        return die("RTR");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14; /* 67 ms, as perftest and the pingpongs */
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = mine->psn;
+    a.max_rd_atomic = 4;
+    if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                     IBV_QP_MAX_QP_RD_ATOMIC))
+        return die("RTS");
+    return 0;
+}
+
+/* Posts one signaled work request and waits (20 s at most) for its completion. */
+static int run_wr(struct ctx *c, struct ibv_send_wr *wr, const char *what, int iter) {
+    struct ibv_send_wr *bad;
+    if (ibv_post_send(c->qp, wr, &bad)) return die(what);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct ibv_wc wc;
+        int n = ibv_poll_cq(c->cq, 1, &wc);
+        if (n < 0) return die("poll_cq");
+        if (n == 1) {
+            if (wc.status == IBV_WC_SUCCESS) return 0;
+            fprintf(stderr, "rdma_check: %s %d completed with %s\n", what, iter, ibv_wc_status_str(wc.status));
+            return 1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) {
+            fprintf(stderr, "rdma_check: %s %d: no completion in 20 s\n", what, iter);
+            return 1;
+        }
+    }
+}
+
+static int client(struct ctx *c, const struct dest *d, int iters) {
+    uint8_t *src = c->buf, *back = c->buf + c->back;
+    uint64_t *result = (uint64_t *)(c->buf + c->result);
+    struct ibv_sge sge = {.lkey = c->mr->lkey};
+    struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED};
+    for (int it = 0; it < iters; it++) {
+        for (size_t i = 0; i < c->size; i++) src[i] = pattern(it, i);
+        sge.addr = (uintptr_t)src;
+        sge.length = (uint32_t)c->size;
+        wr.opcode = IBV_WR_RDMA_WRITE;
+        wr.wr.rdma.remote_addr = d->addr;
+        wr.wr.rdma.rkey = d->rkey;
+        if (run_wr(c, &wr, "RDMA WRITE", it)) return 1;
+        memset(back, 0, c->size);
+        sge.addr = (uintptr_t)back;
+        wr.opcode = IBV_WR_RDMA_READ;
+        if (run_wr(c, &wr, "RDMA READ", it)) return 1;
+        for (size_t i = 0; i < c->size; i++)
+            if (back[i] != src[i]) {
+                fprintf(stderr, "rdma_check: iteration %d: byte %zu read back 0x%02x, wrote 0x%02x\n", it, i, back[i], src[i]);
+                return 1;
+            }
+        sge.addr = (uintptr_t)result;
+        sge.length = 8;
+        wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+        wr.wr.atomic.remote_addr = d->addr + c->words;
+        wr.wr.atomic.compare_add = 1;
+        wr.wr.atomic.rkey = d->rkey;
+        *result = ~0ull;
+        if (run_wr(c, &wr, "FETCH_AND_ADD", it)) return 1;
+        if (*result != (uint64_t)it) {
+            fprintf(stderr, "rdma_check: FETCH_AND_ADD %d returned %llu\n", it, (unsigned long long)*result);
+            return 1;
+        }
+        wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+        wr.wr.atomic.remote_addr = d->addr + c->words + 8;
+        wr.wr.atomic.compare_add = (uint64_t)it;
+        wr.wr.atomic.swap = (uint64_t)it + 1;
+        *result = ~0ull;
+        if (run_wr(c, &wr, "CMP_AND_SWAP", it)) return 1;
+        if (*result != (uint64_t)it) {
+            fprintf(stderr, "rdma_check: CMP_AND_SWAP %d returned %llu\n", it, (unsigned long long)*result);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The server's own view: its memory holds what the client wrote last and both counters. */
+static int server_check(struct ctx *c, int iters) {
+    for (size_t i = 0; i < c->size; i++)
+        if (c->buf[i] != pattern(iters - 1, i)) {
+            fprintf(stderr, "rdma_check: server byte %zu is 0x%02x, want 0x%02x\n", i, c->buf[i], pattern(iters - 1, i));
+            return 1;
+        }
+    uint64_t add, swap;
+    memcpy(&add, c->buf + c->words, 8);
+    memcpy(&swap, c->buf + c->words + 8, 8);
+    if (add != (uint64_t)iters || swap != (uint64_t)iters) {
+        fprintf(stderr, "rdma_check: server counters %llu %llu, want %d\n", (unsigned long long)add,
+                (unsigned long long)swap, iters);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *devname = NULL, *server = NULL;
+    int gid_index = 0, port = 18600, iters = 10, opt;
+    size_t size = 65536;
+    enum ibv_mtu mtu = IBV_MTU_1024;
+    while ((opt = getopt(argc, argv, "d:g:p:m:s:n:")) != -1) {
+        switch (opt) {
+            case 'd': devname = optarg; break;
+            case 'g': gid_index = atoi(optarg); break;
+            case 'p': port = atoi(optarg); break;
+            case 'm': mtu = atoi(optarg) == 4096 ? IBV_MTU_4096 : atoi(optarg) == 2048 ? IBV_MTU_2048 : IBV_MTU_1024; break;
+            case 's': size = strtoul(optarg, NULL, 0); break;
+            case 'n': iters = atoi(optarg); break;
+            default: fprintf(stderr, "usage: rdma_check -d DEV -g GID -p PORT [-m MTU] [-s SIZE] [-n N] [SERVER]\n"); return 2;
+        }
+    }
+    if (optind < argc) server = argv[optind];
+    if (size == 0 || size > (1u << 24) || iters < 1) return 2;
+
+    struct ibv_device **list = ibv_get_device_list(NULL);
+    struct ibv_device *dev = NULL;
+    for (int i = 0; list && list[i]; i++)
+        if (!devname || !strcmp(ibv_get_device_name(list[i]), devname)) dev = list[i];
+    if (!dev) return die("finding the device");
+    struct ctx c = {.size = size, .words = (size + 7) & ~(size_t)7};
+    c.back = c.words + 16;
+    c.result = c.back + c.words;
+    c.total = c.result + 8;
+    if (!(c.dev = ibv_open_device(dev))) return die("ibv_open_device");
+    if (!(c.pd = ibv_alloc_pd(c.dev))) return die("ibv_alloc_pd");
+    if (!(c.cq = ibv_create_cq(c.dev, 16, NULL, NULL, 0))) return die("ibv_create_cq");
+    c.buf = aligned_alloc(4096, (c.total + 4095) / 4096 * 4096);
+    memset(c.buf, 0, c.total);
+    if (!(c.mr = ibv_reg_mr(c.pd, c.buf, c.total,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                IBV_ACCESS_REMOTE_ATOMIC)))
+        return die("ibv_reg_mr");
+    struct ibv_qp_init_attr qa = {.send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_RC,
+                                  .cap = {.max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+    if (!(c.qp = ibv_create_qp(c.pd, &qa))) return die("ibv_create_qp");
+
+    struct dest mine = {.qpn = c.qp->qp_num, .rkey = c.mr->rkey, .addr = (uintptr_t)c.buf}, theirs;
+    srand48(getpid() * time(NULL));
+    mine.psn = (uint32_t)lrand48() & 0xffffff;
+    union ibv_gid gid;
+    if (ibv_query_gid(c.dev, 1, gid_index, &gid)) return die("ibv_query_gid");
+    memcpy(mine.gid, gid.raw, 16);
+    int fd = tcp_exchange(server, port, &mine, &theirs);
+    if (fd < 0) return die("the TCP exchange");
+    if (connect_qp(&c, gid_index, mtu, &mine, &theirs)) return 1;
+
+    char verdict = 'x';
+    int rc;
+    if (server) {
+        rc = client(&c, &theirs, iters);
+        char done = rc ? 'f' : 'd';
+        if (write(fd, &done, 1) != 1 || recv(fd, &verdict, 1, MSG_WAITALL) != 1) return die("the final TCP exchange");
+        if (!rc && verdict != 'y') fprintf(stderr, "rdma_check: the server found its memory wrong\n");
+        rc = rc || verdict != 'y';
+    } else {
+        char done = 0;
+        if (recv(fd, &done, 1, MSG_WAITALL) != 1) return die("waiting for the client");
+        rc = done != 'd' || server_check(&c, iters);
+        verdict = rc ? 'n' : 'y';
+        if (write(fd, &verdict, 1) != 1) return die("the final TCP exchange");
+    }
+    close(fd);
+    if (!rc)
+        printf("rdma_check: %d iterations of WRITE+READ %zu B, FETCH_AND_ADD, CMP_AND_SWAP: data ok\n", iters, size);
+    ibv_destroy_qp(c.qp);
+    ibv_dereg_mr(c.mr);
+    ibv_destroy_cq(c.cq);
+    ibv_dealloc_pd(c.pd);
+    ibv_close_device(c.dev);
+    ibv_free_device_list(list);
+    return rc;
+}

@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Interoperability of rnicd with Linux Soft-RoCE (rdma_rxe), both directions.
+
+One qemu VM (Debian's kernel with rdma_rxe, busybox initramfs built from Debian packages by
+vm/build-initramfs.sh) and one rnicd share a bridge in a private namespace (interop_bed.py).
+Each scenario runs an unmodified rdma-core / perftest program on both sides, once with the VM
+as the server and once as the client; the pingpongs validate the data (-c), rdma_check.c (ours)
+validates RDMA WRITE, READ and both atomics. Phases, in order:
+  jumbo   link MTU 9000 (both ports active MTU 4096): the pingpongs at path MTU 1024 and 4096,
+          1 B to 64 KiB; perftest send/write/read/atomic bandwidth and write/read latency
+  ipv6    the same link, RoCEv2 over IPv6 between the link-local GIDs (ours 1, rxe's 0)
+  loss    the same link, 2% of the RoCEv2 frames to and from rnicd dropped in the bridge
+          (nftables): RC traffic both ways, data validated
+  mtu1024 link and guest MTU 1500 (active MTU 1024 on both, rnicd restarted): UD and RC at the
+          port MTU
+Afterwards every capture (rnicd's own and the bridge's) must pass rnic-pcap, and each frame
+rnicd sent must follow the conventions rxe relies on (interop_frames.py).
+
+Usage: run_interop.py --rnicd PATH --rnic-run PATH --rnic-pcap PATH --rdma-check PATH
+                      [--workdir DIR] [--cache DIR] [--only REGEX] [--direction vm-server|vm-client|both]
+                      [--list] [--budget SECONDS] [--markdown FILE]
+(tools/interop.sh fills in the first four from build/.)
+Exit 0 all passed, 1 a failure, 77 this machine cannot run the VM (no qemu, no rxe kernel)."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interop_bed as bedlib  # noqa: E402
+import interop_frames  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PINGPONG_OK = r"\d+ iters in [0-9.]+ seconds"
+PERFTEST_OK = r"^\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+"
+RDMA_CHECK_OK = r"^rdma_check: \d+ iterations .*: data ok$"
+BAD_WORDS = ("Failed", "failed", "Couldn't", "couldn't", "error", "Unable", "invalid data")
+
+
+class Scenario:
+    def __init__(self, phase, name, program, args, success, timeout=40, host_gid="0", vm_gid="$GID"):
+        self.phase, self.name, self.program, self.args = phase, name, program, args
+        self.success, self.timeout = success, timeout
+        # GID indexes: ours 0 = ::ffff:<IPv4>, 1 = fe80::; rxe's 0 = fe80::, $GID (1) = IPv4.
+        self.host_gid, self.vm_gid = host_gid, vm_gid
+        self.gid_flag = "-x" if program.startswith("ib_") else "-g"  # perftest's name for it
+
+    def command(self, dev, gid, port, server=None, path=None):
+        """The program's argv; `gid` may be a shell variable for the VM side."""
+        argv = [path or self.program, "-d", dev, self.gid_flag, gid, *self.args, "-p", str(port)]
+        return argv + ([server] if server else [])
+
+
+def scenarios():
+    out = []
+    n = ["-n", "10"]
+    for prog in ("ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_srq_pingpong"):
+        extra = ["-q", "4"] if prog == "ibv_srq_pingpong" else []
+        # 1 B (pad 3), exactly one 4 KiB packet or four 1 KiB ones, one byte more (a 1-byte last
+        # packet), 64 KiB (16 or 64 packets).
+        for mtu in (1024, 4096):
+            for size in (1, 4096, 4097, 65536):
+                out.append(Scenario("jumbo", f"{prog} -m {mtu} -s {size}", prog,
+                                    ["-m", str(mtu), "-s", str(size), "-c", *n, *extra], PINGPONG_OK))
+    for size in (1, 4096):
+        out.append(Scenario("jumbo", f"ibv_ud_pingpong -s {size} (MTU 4096)", "ibv_ud_pingpong",
+                            ["-s", str(size), "-c", *n], PINGPONG_OK))
+    out.append(Scenario("jumbo", "ibv_rc_pingpong -e -s 4096 (completion events)", "ibv_rc_pingpong",
+                        ["-e", "-s", "4096", "-c", *n], PINGPONG_OK))
+    # WRITE, READ and both atomics with every byte checked on both sides (rdma_check.c).
+    for mtu, size in ((1024, 65536), (4096, 65536), (1024, 4097), (4096, 1)):
+        out.append(Scenario("jumbo", f"rdma_check -m {mtu} -s {size}", "rdma_check",
+                            ["-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
+    f = ["-F"]
+    out += [
+        Scenario("jumbo", "ib_send_bw -s 65536", "ib_send_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_write_bw -s 65536", "ib_write_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_write_bw -m 1024 -s 8192", "ib_write_bw", [*f, "-m", "1024", "-s", "8192", "-n", "50"],
+                 PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_read_bw -s 65536", "ib_read_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_atomic_bw -A FETCH_AND_ADD", "ib_atomic_bw", [*f, "-A", "FETCH_AND_ADD", "-n", "100"],
+                 PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_atomic_bw -A CMP_AND_SWAP", "ib_atomic_bw", [*f, "-A", "CMP_AND_SWAP", "-n", "100"],
+                 PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_write_lat -s 64", "ib_write_lat", [*f, "-s", "64", "-n", "100"], PERFTEST_OK, 60),
+        Scenario("jumbo", "ib_read_lat -s 64", "ib_read_lat", [*f, "-s", "64", "-n", "100"], PERFTEST_OK, 60),
+    ]
+    # RoCEv2 over IPv6 between the two link-local GIDs.
+    v6 = {"host_gid": "1", "vm_gid": "0"}
+    out += [
+        Scenario("ipv6", "ipv6: ibv_rc_pingpong -m 1024 -s 65536", "ibv_rc_pingpong",
+                 ["-m", "1024", "-s", "65536", "-c", *n], PINGPONG_OK, **v6),
+        Scenario("ipv6", "ipv6: ibv_ud_pingpong -s 2048", "ibv_ud_pingpong", ["-s", "2048", "-c", *n], PINGPONG_OK,
+                 **v6),
+        Scenario("ipv6", "ipv6: rdma_check -m 4096 -s 65536", "rdma_check", ["-m", "4096", "-s", "65536", *n],
+                 RDMA_CHECK_OK, **v6),
+        Scenario("ipv6", "ipv6: ib_write_bw -m 1024 -s 8192", "ib_write_bw",
+                 ["-F", "-m", "1024", "-s", "8192", "-n", "50"], PERFTEST_OK, 60, **v6),
+    ]
+    # 2% loss: enough frames that some are lost in each direction, few outstanding WRs (-t 4)
+    # so go-back-N after a loss stays short on TCG.
+    out += [
+        Scenario("loss", "loss 2%: ibv_rc_pingpong -m 1024 -s 65536", "ibv_rc_pingpong",
+                 ["-m", "1024", "-s", "65536", "-c", "-n", "20"], PINGPONG_OK, 120),
+        Scenario("loss", "loss 2%: rdma_check -m 1024 -s 65536 (WRITE, READ, atomics)", "rdma_check",
+                 ["-m", "1024", "-s", "65536", "-n", "20"], RDMA_CHECK_OK, 120),
+        Scenario("loss", "loss 2%: ib_write_bw -m 1024 -s 8192", "ib_write_bw",
+                 ["-F", "-m", "1024", "-s", "8192", "-n", "100", "-t", "4"], PERFTEST_OK, 120),
+        Scenario("loss", "loss 2%: ib_read_bw -m 1024 -s 8192", "ib_read_bw",
+                 ["-F", "-m", "1024", "-s", "8192", "-n", "100", "-t", "4"], PERFTEST_OK, 120),
+    ]
+    out += [
+        Scenario("mtu1024", "ibv_ud_pingpong -s 1024 (MTU 1024)", "ibv_ud_pingpong", ["-s", "1024", "-c", *n],
+                 PINGPONG_OK),
+        Scenario("mtu1024", "ibv_rc_pingpong -s 65536 (port MTU 1024)", "ibv_rc_pingpong",
+                 ["-s", "65536", "-c", *n], PINGPONG_OK),
+    ]
+    return out
+
+
+def listening(pid, port):
+    """True when process `pid` (in its namespace) has a TCP socket listening on `port`."""
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as f:
+                for line in f.readlines()[1:]:
+                    local, state = line.split()[1], line.split()[3]
+                    if state == "0A" and int(local.split(":")[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+# VM side: start the program, say when its TCP port listens (so the host's client does not dial
+# too early), then wait for it.
+VM_SERVER = """{cmd} &
+p=$!
+hex=$(printf '%04X' {port})
+i=0
+while [ $i -lt 400 ] && kill -0 $p 2>/dev/null; do
+  if grep -Eq "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6; then
+    : > /host/listen.{port}; break
+  fi
+  sleep 0.05; i=$((i+1))
+done
+wait $p"""
+
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.bed = bedlib.Bed(args.workdir, args.rnicd, log=self.say)
+        self.port = 20000 + os.getpid() % 20000
+        self.results = []
+        self.failures = []
+        self.deadline = time.monotonic() + args.budget
+
+    def say(self, text):
+        print(text, flush=True)
+
+    def host(self, argv):
+        return self.bed.host_cmd([self.a.rnic_run, *argv])
+
+    def run_pair(self, sc, direction):
+        """One scenario in one direction: (ok, seconds, detail)."""
+        self.port += 1
+        port = self.port
+        t0 = time.monotonic()
+        own = sc.program == "rdma_check"  # ours: the VM runs the copy in its job directory
+        vm_cmd = " ".join(sc.command("rxe0", sc.vm_gid, port, None if direction == "vm-server" else bedlib.SIDE_IP,
+                                     "/host/rdma_check" if own else None))
+        vm_cmd = f"timeout {sc.timeout} {vm_cmd}"
+        host_argv = self.host(sc.command("rnic0", sc.host_gid, port, bedlib.VM_IP if direction == "vm-server" else None,
+                                         self.a.rdma_check if own else None))
+        host_proc = job = None
+        try:
+            if direction == "vm-server":
+                job = self.bed.vm_job(VM_SERVER.format(cmd=vm_cmd, port=port))
+                marker = os.path.join(self.bed.jobdir, f"listen.{port}")
+                end = time.monotonic() + 30
+                while not os.path.exists(marker) and job.rc() is None and time.monotonic() < end:
+                    time.sleep(0.05)
+                if not os.path.exists(marker):
+                    return False, time.monotonic() - t0, f"VM server not listening\n{job.output()[-2000:]}"
+                host_proc = subprocess.Popen(host_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True)
+                host_out, _ = host_proc.communicate(timeout=sc.timeout + 10)
+                vm_rc = job.wait(sc.timeout + 10)
+                client_out, server_out = host_out, job.output()
+            else:
+                host_proc = subprocess.Popen(host_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True)
+                end = time.monotonic() + 20
+                while not listening(host_proc.pid, port) and host_proc.poll() is None and time.monotonic() < end:
+                    time.sleep(0.05)
+                job = self.bed.vm_job(vm_cmd)
+                vm_rc = job.wait(sc.timeout + 10)
+                host_out, _ = host_proc.communicate(timeout=sc.timeout + 10)
+                client_out, server_out = job.output(), host_out
+        except subprocess.TimeoutExpired:
+            vm_rc = None
+            host_proc.kill()
+            host_out = host_proc.communicate()[0]
+            client_out, server_out = host_out, job.output() if job else ""
+        finally:
+            if job is not None and job.rc() is None:
+                job.kill()
+                job.wait(5)
+        host_rc = host_proc.returncode if host_proc else None
+        elapsed = time.monotonic() - t0
+        text = client_out + server_out
+        bad = [w for w in BAD_WORDS if w in text]
+        ok = vm_rc == 0 and host_rc == 0 and re.search(sc.success, client_out, re.M) and not bad
+        summary = [ln.strip() for ln in client_out.splitlines() if re.search(sc.success, ln)]
+        detail = summary[-1] if ok and summary else (
+            f"vm rc {vm_rc}, host rc {host_rc}, {bad}\n--- client\n{client_out[-2500:]}\n--- server\n"
+            f"{server_out[-2500:]}")
+        return bool(ok), elapsed, detail
+
+    def run_phase(self, phase, selected):
+        for sc in selected:
+            if sc.phase != phase:
+                continue
+            for direction in self.a.directions:
+                sid = f"{sc.name} [{direction}]"
+                if time.monotonic() > self.deadline:
+                    self.failures.append(f"{sid}: not run, time budget of {self.a.budget} s spent")
+                    self.results.append({"scenario": sc.name, "direction": direction, "ok": False,
+                                         "detail": "not run (time budget)"})
+                    continue
+                ok, secs, detail = self.run_pair(sc, direction)
+                self.results.append({"scenario": sc.name, "direction": direction, "ok": ok,
+                                     "seconds": round(secs, 1), "detail": detail.splitlines()[0] if ok else detail})
+                if ok:
+                    self.say(f"ok   {sid} ({secs:.1f} s) {detail}")
+                else:
+                    self.failures.append(sid)
+                    self.say(f"FAIL {sid} ({secs:.1f} s)\n{detail}")
+
+    def check_pcaps(self, pcaps):
+        for pcap in pcaps:
+            r = subprocess.run([self.a.rnic_pcap, "--quiet", pcap], capture_output=True, text=True, timeout=300)
+            text = (r.stdout + r.stderr).strip()
+            roce = re.search(r"(\d+) RoCEv2", text)
+            line = [ln for ln in text.splitlines() if "ICRC" in ln or "RoCEv2" in ln]
+            self.say(f"rnic-pcap {os.path.basename(pcap)}: exit {r.returncode}; {line[-1] if line else text[-300:]}")
+            if r.returncode != 0 or not roce or int(roce.group(1)) == 0:
+                self.failures.append(f"rnic-pcap {pcap}: exit {r.returncode}")
+
+    def check_conventions(self, pcap):
+        checked, problems = interop_frames.check_capture(pcap, self.bed.rnicd_mac, bedlib.RNIC_IP, bedlib.VM_IP,
+                                                         bedlib.VM_MAC)
+        self.say(f"rxe conventions: {checked} frames rnicd sent checked in {os.path.basename(pcap)}, "
+                 f"{len(problems)} problems")
+        for p in problems:
+            self.say("  " + p)
+        if problems or checked == 0:
+            self.failures.append(f"conventions {pcap}: {checked} frames checked, {len(problems)} problems")
+
+    def main(self, selected):
+        phases = [p for p in ("jumbo", "ipv6", "loss", "mtu1024") if any(s.phase == p for s in selected)]
+        bedlib.Bed.preflight()
+        kernel = bedlib.kernel_image()
+        t0 = time.monotonic()
+        r = subprocess.run([os.path.join(HERE, "vm", "build-initramfs.sh"), self.a.cache], capture_output=True,
+                           text=True, timeout=600)
+        if r.returncode == 77:
+            raise bedlib.Skip(r.stderr.strip())
+        if r.returncode != 0:
+            raise RuntimeError(f"initramfs: {r.stderr}")
+        initrd = r.stdout.strip().splitlines()[-1]
+        self.say(f"initramfs {initrd} ({time.monotonic() - t0:.1f} s)")
+        self.bed.up(link_mtu=9000)
+        shutil.copy(self.a.rdma_check, os.path.join(self.bed.jobdir, "rdma_check"))
+        captures = []  # bridge captures, one per phase, and rnicd's own, one per daemon run
+
+        def capture(name):
+            self.bed.stop_capture()
+            captures.append(os.path.join(self.a.workdir, f"bridge-{name}.pcap"))
+            self.bed.start_capture(captures[-1])
+
+        capture("jumbo")
+        captures.append(os.path.join(self.a.workdir, "rnicd-mtu4096.pcap"))
+        self.bed.start_rnicd(captures[-1])
+        boot = self.bed.start_vm(kernel, initrd, guest_mtu=9000)
+        self.say(f"VM up in {boot:.1f} s: rxe0 {self.bed.vm_env}, rnicd {bedlib.RNIC_IP} mac {self.bed.rnicd_mac}")
+        if "jumbo" in phases:
+            self.run_phase("jumbo", selected)
+        if "ipv6" in phases:
+            # rxe's fe80:: GID works once eth0's link-local address has left duplicate address
+            # detection (flags 0x80, not tentative 0xc0): before, RTR fails to resolve the peer.
+            rc, out = self.bed.vm_run("i=0; while [ $i -lt 100 ] && ! grep -Eq ' 20 80 +eth0$' /proc/net/if_inet6; do "
+                                      "sleep 0.1; i=$((i+1)); done; grep ' eth0$' /proc/net/if_inet6; "
+                                      "cat /sys/class/infiniband/rxe0/ports/1/gids/0", timeout=30)
+            self.say(f"VM IPv6: {' '.join(out.split())} (rc {rc})")
+            self.run_phase("ipv6", selected)
+        if "loss" in phases:
+            capture("loss")
+            self.bed.loss(2)
+            self.run_phase("loss", selected)
+            from_us, to_us = self.bed.loss_counters()
+            self.bed.loss(0)
+            self.bed.stop_capture()
+            self.check_loss(captures[-1], from_us, to_us)
+        if "mtu1024" in phases:
+            capture("mtu1024")
+            rc, out = self.bed.vm_run("ip link set eth0 mtu 1500 && sleep 0.2 && ibv_devinfo -d rxe0 | grep active_mtu")
+            self.say(f"VM eth0 MTU 1500: rxe0 {' '.join(out.split())} (rc {rc})")
+            self.bed.stop_rnicd()
+            self.bed.set_link_mtu(1500)
+            captures.append(os.path.join(self.a.workdir, "rnicd-mtu1024.pcap"))
+            self.bed.start_rnicd(captures[-1])
+            self.run_phase("mtu1024", selected)
+        self.bed.stop_vm()
+        rc = self.bed.stop_rnicd()
+        if rc != 0:
+            self.failures.append(f"rnicd exit status {rc}")
+        self.bed.stop_capture()
+        self.check_pcaps(captures)
+        for pcap in captures:
+            if os.path.basename(pcap).startswith("bridge-"):
+                self.check_conventions(pcap)
+
+    def check_loss(self, pcap, from_us, to_us):
+        """The loss phase only proves something if frames were lost both ways and both
+        retransmission engines (rnicd's and rxe's) had to act."""
+        ours = interop_frames.flow_stats(pcap, self.bed.rnicd_mac)
+        theirs = interop_frames.flow_stats(pcap, bedlib.VM_MAC)
+        self.say(f"loss phase: nftables dropped {from_us} frames rnicd sent and {to_us} frames rxe sent; "
+                 f"rnicd {ours}; rxe {theirs}")
+        self.results.append({"scenario": "loss phase totals", "dropped_from_rnicd": from_us,
+                             "dropped_from_rxe": to_us, "rnicd": ours, "rxe": theirs})
+        if from_us == 0 or to_us == 0:
+            self.failures.append("loss phase: the rule dropped nothing in one direction; loss not exercised")
+        if ours["retransmitted"] == 0 or theirs["retransmitted"] == 0:
+            self.failures.append("loss phase: rnicd or rxe never retransmitted; recovery not exercised")
+
+
+def write_markdown(path, selected, results):
+    """One row per scenario: its phase, the result of each direction and the command that
+    reproduces it alone."""
+    by = {(r["scenario"], r["direction"]): r for r in results if "direction" in r}
+
+    def cell(r):
+        if not r:
+            return "not run"
+        return f"pass ({r['seconds']} s)" if r["ok"] else "**FAIL**"
+
+    rows = ["| phase | scenario | VM server, rnicd client | VM client, rnicd server | reproduce |",
+            "| --- | --- | --- | --- | --- |"]
+    for sc in selected:
+        regex = re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", sc.name)
+        rows.append(f"| {sc.phase} | `{sc.program} {' '.join(sc.args)}` | {cell(by.get((sc.name, 'vm-server')))} | "
+                    f"{cell(by.get((sc.name, 'vm-client')))} | `tools/interop.sh --only '^{regex}$'` |")
+    with open(path, "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rnicd", required=True)
+    ap.add_argument("--rnic-run", required=True)
+    ap.add_argument("--rnic-pcap", required=True)
+    ap.add_argument("--rdma-check", required=True, help="rdma_check built against rdma-core's libibverbs")
+    ap.add_argument("--workdir", default=f"/tmp/rnic-interop-{os.getpid()}")
+    ap.add_argument("--cache", default=os.environ.get("RNIC_INTEROP_CACHE", "/var/tmp/rnic-interop"))
+    ap.add_argument("--only", help="regex over 'scenario [vm-server|vm-client]' names")
+    ap.add_argument("--direction", choices=("vm-server", "vm-client", "both"), default="both")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--markdown", help="also write the results as a Markdown table (docs/interop.md)")
+    ap.add_argument("--budget", type=float, default=420, help="seconds for the scenarios before the rest is skipped")
+    a = ap.parse_args()
+    a.directions = ("vm-server", "vm-client") if a.direction == "both" else (a.direction,)
+    selected = [s for s in scenarios() if not a.only or re.search(a.only, s.name)]
+    if a.list:
+        for s in scenarios():
+            print(f"{s.phase:8} {s.name}")
+        return 0
+    # A test timeout or ^C must still tear the bed down: turn the signals into an exception.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    runner = Runner(a)
+    t0 = time.monotonic()
+    try:
+        runner.main(selected)
+    except bedlib.Skip as e:
+        print(f"SKIP: {e}")
+        return 77
+    except Exception as e:  # a bed that does not come up is a failure, with its reason
+        runner.failures.append(f"{type(e).__name__}: {e}")
+    finally:
+        runner.bed.down()
+    with open(os.path.join(a.workdir, "results.json"), "w") as f:
+        json.dump(runner.results, f, indent=1)
+    if a.markdown:
+        write_markdown(a.markdown, selected, runner.results)
+    passed = sum(1 for r in runner.results if r.get("ok"))
+    print(f"interop: {passed} scenario runs passed in {time.monotonic() - t0:.0f} s; captures and results in "
+          f"{a.workdir}")
+    if runner.failures:
+        print("FAILED: " + "; ".join(runner.failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
