@@ -8,12 +8,13 @@
 namespace rnic::daemon {
 
 Datapath::Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
-                   int64_t realtime_offset_ns)
+                   int64_t realtime_offset_ns, Clock clock)
     : io_(io),
       engine_(engine),
       self_(std::move(self)),
       capture_(capture),
       realtime_offset_ns_(realtime_offset_ns),
+      clock_(clock),
       arp_(self_),
       nd_(self_) {}
 
@@ -24,8 +25,8 @@ void Datapath::start(uint64_t now_ns) {
     io_.flush_tx();
 }
 
-void Datapath::capture(std::span<const uint8_t> frame) {
-    if (capture_->write(static_cast<uint64_t>(static_cast<int64_t>(now_) + realtime_offset_ns_), frame)) {
+void Datapath::capture(std::span<const uint8_t> frame, uint64_t at_ns) {
+    if (capture_->write(static_cast<uint64_t>(static_cast<int64_t>(at_ns) + realtime_offset_ns_), frame)) {
         ++counters_.captured;
     } else if (capture_log_.allow(now_)) {
         spdlog::error("capture stopped: {}", capture_->error());
@@ -34,7 +35,7 @@ void Datapath::capture(std::span<const uint8_t> frame) {
 
 void Datapath::CaptureTap::commit(size_t length) {
     dp_.io_.tx().commit(length);
-    dp_.capture(dp_.io_.last_committed());
+    dp_.capture(dp_.io_.last_committed(), dp_.clock_ ? dp_.clock_() : dp_.now_);
 }
 
 std::span<uint8_t> Datapath::LoopbackSink::allocate(size_t length) {
@@ -138,7 +139,7 @@ size_t Datapath::poll(uint64_t now_ns) {
             case port::FrameClass::Icmp6ForUs: receive_icmp6(frame, now_ns); break;
             case port::FrameClass::RoceForUs:
                 ++counters_.roce_rx;
-                if (capture_) capture(frame);
+                if (capture_) capture(frame, now_ns);
                 engine_.receive(frame, now_ns);
                 break;
             case port::FrameClass::Malformed: warn_malformed(c, frame.size()); break;
@@ -155,7 +156,7 @@ size_t Datapath::poll(uint64_t now_ns) {
         loopback_.clear();
         for (auto& f : frames) {
             ++counters_.roce_rx;
-            if (capture_) capture(f);
+            if (capture_) capture(f, now_ns);
             engine_.receive(f, now_ns);
             loopback_spare_.push_back(std::move(f));
         }

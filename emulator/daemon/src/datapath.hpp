@@ -42,9 +42,12 @@ public:
     // `self` holds every address the port answers for (main puts the link-local IPv6 address
     // first); the engine's GID table must be port::gid_table(self). `capture` may be null
     // (capture off). `realtime_offset_ns` turns the loop's monotonic clock into the wall-clock
-    // time pcap timestamps want.
+    // time pcap timestamps want. `clock`, when given, stamps each captured TX frame with the time
+    // it was built for the port (received frames carry their burst's time): without it a reply
+    // would show the same instant as the request that caused it. Tests run on the loop's time.
+    using Clock = uint64_t (*)() noexcept;
     Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
-             int64_t realtime_offset_ns = 0);
+             int64_t realtime_offset_ns = 0, Clock clock = nullptr);
 
     void start(uint64_t now_ns);   // gratuitous ARP, unsolicited neighbour advertisements
     size_t poll(uint64_t now_ns);  // frames received + frames the engine sent
@@ -95,7 +98,7 @@ private:
         std::span<uint8_t> pending_;
     };
 
-    void capture(std::span<const uint8_t> frame);
+    void capture(std::span<const uint8_t> frame, uint64_t at_ns);
     void warn_malformed(port::FrameClass c, size_t length);
     void warn_icmp(const char* family, const char* what);
     void receive_icmp(std::span<const uint8_t> frame);
@@ -109,6 +112,7 @@ private:
     port::HostAddress self_;
     port::Capture* capture_;
     int64_t realtime_offset_ns_;
+    Clock clock_;
     port::ArpAgent arp_;
     port::NdAgent nd_;
     port::IcmpCounters icmp_;

@@ -37,13 +37,13 @@ std::atomic<bool> dump_requested{false};
 void on_stop(int) { stop_requested.store(true, std::memory_order_relaxed); }
 void on_dump(int) { dump_requested.store(true, std::memory_order_relaxed); }
 
-uint64_t clock_ns(clockid_t clock) {
+uint64_t clock_ns(clockid_t clock) noexcept {
     timespec ts{};
     clock_gettime(clock, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t monotonic_ns() noexcept { return clock_ns(CLOCK_MONOTONIC); }
 
 // Only the loop's thread: the EAL's own threads (interrupts, timers) stay as they were. Failing
 // here costs latency, not correctness, so it is a warning.
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
 
     const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC);
     const int64_t realtime_offset = static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(mono0);
-    daemon::Datapath dp(*io, engine, self, capture.get(), realtime_offset);
+    daemon::Datapath dp(*io, engine, self, capture.get(), realtime_offset, monotonic_ns);
 
     // Declared before the service so pending handlers are destroyed after it, never run on it.
     boost::asio::io_context asio_io;
@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     for (const port::Ipv6Prefix& p : self.ipv6)
         sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
     sc.ethernet_mtu = io->ip_mtu();
+    sc.link_speed_mbps = io->link_speed_mbps();
     auto resolver = [&dp](const wire::Gid& dgid, uint64_t now, wire::MacAddr& mac) {
         switch (dp.resolve(dgid, now, mac)) {
             case daemon::Neighbour::Resolved:

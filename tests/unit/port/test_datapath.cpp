@@ -33,6 +33,31 @@ transport::EngineConfig engine_config() {
     c.gids = port::gid_table(kSelf);
     return c;
 }
+
+// RESET -> INIT -> RTR -> RTS towards `dest` at `dgid`/`dmac`.
+void connect_rc(transport::Engine& engine, uint32_t qpn, uint32_t dest, const wire::Gid& dgid, uint8_t sgid,
+                const wire::MacAddr& dmac) {
+    using namespace rnic::transport;
+    QpAttributes attr;
+    attr.qp_state = QpState::Init;
+    REQUIRE(engine.modify_qp(qpn, attr, QpAttr::State | QpAttr::PkeyIndex | QpAttr::Port | QpAttr::AccessFlags) == 0);
+    attr.qp_state = QpState::Rtr;
+    attr.dest_qp_num = dest;
+    attr.ah_attr.dgid = dgid;
+    attr.ah_attr.sgid_index = sgid;
+    attr.ah_attr.dmac = dmac;
+    attr.max_dest_rd_atomic = 1;
+    REQUIRE(engine.modify_qp(qpn, attr,
+                             QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
+                                 QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer) == 0);
+    attr.qp_state = QpState::Rts;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7;
+    REQUIRE(engine.modify_qp(qpn, attr,
+                             QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt | QpAttr::RnrRetry |
+                                 QpAttr::MaxQpRdAtomic) == 0);
+}
 }  // namespace
 
 TEST_CASE("datapath: start announces us, ARP and ping are answered, strangers are counted", "[datapath]") {
@@ -86,6 +111,50 @@ TEST_CASE("datapath: RoCEv2 for us reaches the engine and the capture", "[datapa
     const auto frames = tools::read_all_frames(path);
     REQUIRE(frames.size() == 40);
     CHECK(frames[0].timestamp_ns == 1'000'000'005);
+    std::filesystem::remove_all(dir);
+}
+
+namespace {
+uint64_t g_fake_clock_ns = 0;
+uint64_t fake_clock() noexcept { return g_fake_clock_ns; }
+}  // namespace
+
+TEST_CASE("datapath: captured TX frames carry the time they were built, RX frames their burst's", "[datapath]") {
+    using namespace rnic::transport;
+    const auto dir = std::filesystem::temp_directory_path() / ("rnic_txts_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = dir / "tx.pcap";
+    port::FakePort io(kSelf.mac);
+    Engine engine(engine_config());
+    std::vector<uint8_t> memory(64);
+    {
+        port::Capture cap(path, 0);
+        daemon::Datapath dp(io, engine, kSelf, &cap, 0, fake_clock);
+        const uint32_t pd = *engine.alloc_pd();
+        const MrInfo mr =
+            *engine.reg_mr(pd, memory.data(), memory.size(), reinterpret_cast<uint64_t>(memory.data()), 1);
+        const uint32_t cq = *engine.create_cq(16);
+        QpInitAttr init;
+        init.pd = pd;
+        init.send_cq = init.recv_cq = cq;
+        init.cap = {4, 4, 1, 1, 0};
+        const uint32_t qpn = engine.create_qp(init)->qpn;
+        connect_rc(engine, qpn, 0x11, wire::Gid::from_ipv4(kPeerIp), 0, kPeerMac);
+        SendWr wr;
+        wr.wr_id = 1;
+        wr.send_flags = SendFlag::Signaled;
+        wr.sg_list = {{reinterpret_cast<uint64_t>(memory.data()), 16, mr.lkey}};
+        REQUIRE(engine.post_send(qpn, wr) == 0);
+        io.inject(ipv4_frame(17, 8 + 12 + 4 + 8));
+        g_fake_clock_ns = 7'654'321;  // later than the turn's start: building took time
+        dp.poll(5'000'000);
+        cap.flush();
+    }
+    const auto frames = tools::read_all_frames(path);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].timestamp_ns == 5'000'000);  // received: the burst's time
+    CHECK(frames[1].timestamp_ns == 7'654'321);  // sent: the clock when the engine built it
+    CHECK(wire::parse_frame(frames[1].bytes)->bth.opcode == wire::op::kRcSendOnly);
     std::filesystem::remove_all(dir);
 }
 
@@ -218,28 +287,7 @@ TEST_CASE("datapath: frames for our own MAC loop back into the engine, never ont
         wire::MacAddr own{};
         REQUIRE(dp.resolve(own_gid, 0, own) == daemon::Neighbour::Resolved);
         CHECK(own == kSelf.mac);
-        for (auto [qpn, dest] : {std::pair{a, b}, std::pair{b, a}}) {
-            QpAttributes attr;
-            attr.qp_state = QpState::Init;
-            REQUIRE(engine.modify_qp(qpn, attr,
-                                     QpAttr::State | QpAttr::PkeyIndex | QpAttr::Port | QpAttr::AccessFlags) == 0);
-            attr.qp_state = QpState::Rtr;
-            attr.dest_qp_num = dest;
-            attr.ah_attr.dgid = own_gid;
-            attr.ah_attr.sgid_index = sgid;
-            attr.ah_attr.dmac = own;
-            attr.max_dest_rd_atomic = 1;
-            REQUIRE(engine.modify_qp(qpn, attr,
-                                     QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
-                                         QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer) == 0);
-            attr.qp_state = QpState::Rts;
-            attr.timeout = 14;
-            attr.retry_cnt = 7;
-            attr.rnr_retry = 7;
-            REQUIRE(engine.modify_qp(qpn, attr,
-                                     QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt |
-                                         QpAttr::RnrRetry | QpAttr::MaxQpRdAtomic) == 0);
-        }
+        for (auto [qpn, dest] : {std::pair{a, b}, std::pair{b, a}}) connect_rc(engine, qpn, dest, own_gid, sgid, own);
         const auto base = reinterpret_cast<uint64_t>(memory.data());
         REQUIRE(engine.post_recv(b, RecvWr{1, {{base + 4096, 4096, mr.lkey}}}) == 0);
         std::memcpy(memory.data(), "looped", 6);
