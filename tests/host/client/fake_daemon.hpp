@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,7 @@ public:
     std::map<uint32_t, SharedRing> srqs;
     std::map<uint32_t, int> channel_fds;  // by handle
     std::map<uint16_t, int> fail_ops;     // op -> errno to answer once
+    std::set<uint16_t> silent_ops;        // ops never answered
     std::string stats_json = "{}";
     std::string log_level;
     int client_async_fd = -1;

@@ -78,7 +78,10 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& device, 
 Result<std::unique_ptr<Connection>> Connection::adopt(int socket_fd) try {
     std::unique_ptr<Connection> c(new Connection);
     c->socket_ = socket_fd;
+    if (const char* env = std::getenv("RNIC_CONTROL_TIMEOUT_MS"); env != nullptr && std::atoi(env) > 0)
+        c->reply_timeout_ms_ = std::atoi(env);
     if (const int rc = c->say_hello(); rc != 0) return Error{rc};
+    if (const int rc = c->start_watchdog(); rc != 0) return Error{rc};
     return c;
 } catch (...) {  // allocation failure: verbs report it as ENOMEM
     return Error{ENOMEM};
@@ -126,7 +129,43 @@ int Connection::say_hello() {
     return 0;
 }
 
+int Connection::start_watchdog() {
+    watchdog_stop_ = eventfd(0, EFD_CLOEXEC);
+    if (watchdog_stop_ < 0) return errno;
+    owner_pid_ = getpid();
+    // No POLLIN: replies and events on the socket are not the watchdog's business, only the
+    // hang-up (POLLHUP/POLLRDHUP/POLLERR are reported whatever the mask).
+    watchdog_ = std::thread([this] {
+        pollfd p[2] = {{socket_, POLLRDHUP, 0}, {watchdog_stop_, POLLIN, 0}};
+        for (;;) {
+            if (poll(p, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                return;
+            }
+            if (p[1].revents != 0) return;
+            if ((p[0].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) {
+                mark_dead();
+                return;
+            }
+        }
+    });
+    return 0;
+}
+
+void Connection::stop_watchdog() noexcept {
+    if (!watchdog_.joinable()) return;
+    if (getpid() != owner_pid_) {
+        watchdog_.detach();  // the thread exists only in the parent
+        return;
+    }
+    const uint64_t one = 1;
+    (void)!write(watchdog_stop_, &one, sizeof one);
+    watchdog_.join();
+}
+
 Connection::~Connection() {
+    stop_watchdog();
+    if (watchdog_stop_ >= 0) close(watchdog_stop_);
     // The daemon reclaims everything of this session when the socket closes.
     if (socket_ >= 0) close(socket_);
     for (auto& [lkey, mr] : mrs_) PageSharer::instance().release(mr->shared);
@@ -159,6 +198,13 @@ int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const 
         return rc;
     }
     std::vector<int> fds;
+    pollfd p{socket_, POLLIN, 0};
+    do rc = poll(&p, 1, reply_timeout_ms_);
+    while (rc < 0 && errno == EINTR);
+    if (rc == 0) {
+        mark_dead();  // a late reply would answer the wrong request: the session is over
+        return ETIMEDOUT;
+    }
     rc = detail::receive_message(socket_, msg, fds);
     if (rc != 0) {
         mark_dead();  // the stream of replies is lost either way

@@ -50,7 +50,7 @@ int map_ring(int fd, size_t bytes, RingMapping& m) {
 // After the daemon is gone, destroying objects must still work so applications can clean up
 // (the kernel behaves the same on a disassociated device).
 int destroyed(int rc, const Connection& c) {
-    return rc == EIO && c.dead() ? 0 : rc;
+    return (rc == EIO || rc == ETIMEDOUT) && c.dead() ? 0 : rc;
 }
 
 }  // namespace

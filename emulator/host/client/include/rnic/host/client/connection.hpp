@@ -15,7 +15,9 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <sys/types.h>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +50,11 @@ public:
     // The fd an application polls for async events (ibv_context::async_fd).
     int async_fd() const noexcept { return async_fd_; }
     bool dead() const noexcept { return dead_.load(std::memory_order_acquire); }
+    // How long a control verb waits for the daemon's reply before the daemon counts as gone
+    // (the verb fails with ETIMEDOUT, later ones with EIO): a stopped or wedged daemon must not
+    // hang the application. Default 30 s, or $RNIC_CONTROL_TIMEOUT_MS; the slowest legitimate
+    // reply (a path whose neighbour does not answer: 3 ARP tries 1 s apart) takes ~4 s.
+    void set_reply_timeout_ms(int ms) noexcept { reply_timeout_ms_ = ms; }
 
     Result<abi::PortAttr> query_port(uint8_t port_num);
     Result<std::string> stats();
@@ -103,6 +110,11 @@ public:
 private:
     Connection() = default;
     int say_hello();
+    // A thread that sleeps until the daemon's end of the socket hangs up, then marks the
+    // connection dead, which makes async_fd and every channel fd readable: an application
+    // blocked in its own poll() on them learns of the death without calling a verb first.
+    int start_watchdog();
+    void stop_watchdog() noexcept;
     void mark_dead() noexcept;
     // Non-blocking check for a hung-up socket; rate-limited by the callers on the data path.
     bool probe_dead() noexcept;
@@ -130,6 +142,10 @@ private:
     bool fatal_delivered_ = false;
 
     std::atomic<bool> dead_{false};
+    int reply_timeout_ms_ = 30'000;
+    std::thread watchdog_;
+    int watchdog_stop_ = -1;  // eventfd: the destructor ends the watchdog
+    pid_t owner_pid_ = 0;     // a forked child has our memory but not the watchdog thread
     std::mutex verbs_lock_;  // control verbs, one at a time (held across their calls)
     std::mutex call_lock_;   // one request/reply at a time on the socket
     uint32_t seq_ = 0;
