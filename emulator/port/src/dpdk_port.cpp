@@ -32,6 +32,13 @@ bool has_arg(const std::vector<std::string>& args, std::initializer_list<std::st
     });
 }
 
+// -1 (a link that is down) or a missing file: unknown.
+unsigned read_iface_speed(const std::string& iface) {
+    std::ifstream f("/sys/class/net/" + iface + "/speed");
+    long speed = 0;
+    return f >> speed && speed > 0 ? static_cast<unsigned>(speed) : 0;
+}
+
 unsigned read_iface_mtu(const std::string& iface) {
     std::ifstream f("/sys/class/net/" + iface + "/mtu");
     unsigned mtu = 0;
@@ -119,6 +126,7 @@ struct DpdkPort::Impl final : transport::FrameSink {
     wire::MacAddr mac{};
     std::string description;
     unsigned ip_mtu = 1500;
+    unsigned link_speed_mbps = 0;
     std::vector<rte_mbuf*> rx;
     size_t rx_count = 0;
     std::vector<rte_mbuf*> staged;  // committed, not yet handed to the device
@@ -209,6 +217,13 @@ DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>(
     // The interface's MTU is what the wire between us and the peer carries (af_packet reports
     // its own default, not the veth's); with no interface, the device's.
     m.ip_mtu = config.iface.empty() ? dev_mtu : mtu;
+    if (!config.iface.empty()) m.link_speed_mbps = read_iface_speed(config.iface);
+    if (m.link_speed_mbps == 0) {
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_speed != RTE_ETH_SPEED_NUM_NONE &&
+            link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN)
+            m.link_speed_mbps = link.link_speed;
+    }
     const uint32_t max_frame = port_mtu + 14 + 4;
     const uint32_t ring_frame = af_packet_frame_size(mtu);
     const uint16_t data_room = static_cast<uint16_t>(
@@ -373,5 +388,7 @@ void DpdkPort::rx_wait_done() {
 std::string DpdkPort::description() const { return impl_->description; }
 
 unsigned DpdkPort::ip_mtu() const { return impl_->ip_mtu; }
+
+unsigned DpdkPort::link_speed_mbps() const { return impl_->link_speed_mbps; }
 
 }  // namespace rnic::port

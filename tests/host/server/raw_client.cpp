@@ -108,6 +108,7 @@ Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nu
     sc.mac = port::test::kSelf.mac;
     sc.ipv4 = port::test::kSelf.ipv4;
     sc.prefix_length = 24;
+    sc.link_speed_mbps = 10000;  // what a veth reports
     for (const auto& p : port::test::kSelf.ipv6)
         sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
     auto resolver = [this](const wire::Gid& dgid, uint64_t t, wire::MacAddr& mac) {

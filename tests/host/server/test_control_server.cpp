@@ -59,6 +59,9 @@ TEST_CASE("Hello returns the device, the status page, the kick eventfd and the a
     CHECK(std::memcmp(hello->mac, port::test::kSelf.mac.data(), 6) == 0);
     CHECK(hello->port.state == 4);
     CHECK(hello->port.link_layer == 2);
+    // 10 Gb/s Ethernet as Linux reports it for RoCE: 1X at FDR10 (ib_get_eth_speed).
+    CHECK(hello->port.active_width == 1);
+    CHECK(hello->port.active_speed == 8);
     CHECK(hello->device.max_qp > 0);
     CHECK(abi::is_power_of_two(hello->async_ring_size));
 

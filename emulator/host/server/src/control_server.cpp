@@ -174,7 +174,23 @@ QpAttr to_abi(const tp::QpAttributes& q) {
     return a;
 }
 
-PortAttr port_attr(const tp::Engine& e, uint32_t ethernet_mtu) {
+// IB width and speed for an Ethernet link of `mbps`, the table Linux 6.1's ib_get_eth_speed()
+// gives every RoCE device (rxe included), so ibv_devinfo and perftest's rate report what the
+// link is, not what an InfiniBand HCA would be. Unknown speed counts as 1 Gb/s there too.
+struct IbRate {
+    uint8_t width;  // IB_WIDTH_1X 1, 4X 2
+    uint8_t speed;  // IB_SPEED_SDR 1, DDR 2, FDR10 8, EDR 32
+};
+IbRate ib_rate_of_ethernet(uint32_t mbps) {
+    if (mbps == 0 || mbps <= 1000) return {1, 1};
+    if (mbps <= 10000) return {1, 8};
+    if (mbps <= 20000) return {2, 2};
+    if (mbps <= 25000) return {1, 32};
+    if (mbps <= 40000) return {2, 8};
+    return {2, 32};
+}
+
+PortAttr port_attr(const tp::Engine& e, uint32_t ethernet_mtu, uint32_t link_speed_mbps) {
     const tp::PortAttributes p = e.query_port();
     PortAttr a{};
     a.state = p.active ? 4 : 1;  // IBV_PORT_ACTIVE : IBV_PORT_DOWN
@@ -184,8 +200,9 @@ PortAttr port_attr(const tp::Engine& e, uint32_t ethernet_mtu) {
     a.port_cap_flags = 1u << 26;  // IBV_PORT_IP_BASED_GIDS, as RoCE ports report
     a.max_msg_sz = p.max_msg_sz;
     a.pkey_tbl_len = p.pkey_tbl_len;
-    a.active_width = 2;   // 4X
-    a.active_speed = 32;  // EDR-class; a software port has no real figure
+    const IbRate rate = ib_rate_of_ethernet(link_speed_mbps);
+    a.active_width = rate.width;
+    a.active_speed = rate.speed;
     a.phys_state = 5;     // LinkUp
     a.link_layer = 2;     // IBV_LINK_LAYER_ETHERNET
     a.ethernet_mtu = ethernet_mtu;
@@ -553,7 +570,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             std::memset(out.get(), 0, sizeof *out);
             std::snprintf(out->device_name, sizeof out->device_name, "%s", config.name.c_str());
             out->device = device_attr(engine, config.mac);
-            out->port = port_attr(engine, config.ethernet_mtu);
+            out->port = port_attr(engine, config.ethernet_mtu, config.link_speed_mbps);
             std::memcpy(out->mac, config.mac.data(), 6);
             const auto& gids = engine.gids();
             out->gid_count = static_cast<uint16_t>(std::min<size_t>(gids.size(), kMaxGids));
@@ -902,7 +919,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             return fail(rc);
         }
         case Op::QueryPort:
-            return ok(port_attr(engine, config.ethernet_mtu));
+            return ok(port_attr(engine, config.ethernet_mtu, config.link_speed_mbps));
         case Op::Stats: {
             std::string json = stats_json();
             if (json.size() > kMaxMessage - sizeof(MessageHeader)) json = R"({"error":"statistics too large"})";

@@ -40,6 +40,7 @@ std::string HostService::Impl::stats_json() const {
         {"active_mtu", tp::mtu_bytes(port.active_mtu)},
         {"max_mtu", tp::mtu_bytes(port.max_mtu)},
         {"ethernet_mtu", config.ethernet_mtu},
+        {"link_speed_mbps", config.link_speed_mbps},
         {"gids", gids},
         {"socket", path},
     };

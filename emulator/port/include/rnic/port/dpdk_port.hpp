@@ -50,6 +50,9 @@ public:
     void rx_wait_done() override;
     std::string description() const;  // device name, driver, MTU, pool size, for the log
     unsigned ip_mtu() const;          // the largest IP packet the port carries
+    // The link's speed in Mb/s as the kernel reports the interface's (ethtool; veth says
+    // 10000), else as the PMD reports it; 0 when neither knows.
+    unsigned link_speed_mbps() const;
 
 private:
     struct Impl;

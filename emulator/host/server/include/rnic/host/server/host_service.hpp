@@ -45,6 +45,7 @@ struct ServerConfig {
     uint8_t prefix_length = 24;
     std::vector<std::string> ipv6;  // "addr/len", link-local first: for Stats (the GIDs are the engine's)
     uint32_t ethernet_mtu = 1500;
+    uint32_t link_speed_mbps = 0;  // 0: unknown (reported as 1 Gb/s, as Linux does)
     uint32_t async_ring_entries = 256;
 };
 
