@@ -248,6 +248,27 @@ TEST_CASE("post, doorbell, poll: CQEs retire SQ and RQ slots - the kick only whe
     REQUIRE(read(f.daemon->kick_fd, &kicks, 8) == 8);
     REQUIRE(kicks == 1);
 
+    // Receives: a sleeping daemon is kicked for the first outstanding one only; later ones wait
+    // for the frame that will consume the first (which wakes it).
+    const RecvWr r2{11, nullptr, &sge, 1};
+    const RecvWr r3{12, nullptr, &sge, 1};
+    REQUIRE(f.conn->post_recv(q, &r2, nullptr) == 0);
+    REQUIRE(read(f.daemon->kick_fd, &kicks, 8) == 8);
+    REQUIRE(f.conn->post_recv(q, &r3, nullptr) == 0);
+    REQUIRE(read(f.daemon->kick_fd, &kicks, 8) < 0);
+    REQUIRE(q->rq.ring.header().producer.load() == 3);  // published all the same
+    c.opcode = verbs::kWcRecv;
+    for (uint32_t i : {1u, 2u}) {
+        c.wr_id = 10 + i;
+        c.wqe_index = i;
+        f.daemon->push_cqe(q->send_cq->handle, c);
+    }
+    REQUIRE(f.conn->poll_cq(*cq, 4, out) == 2);
+    REQUIRE(q->rq.retired.load() == 3);
+    REQUIRE(f.conn->post_recv(q, &r1, nullptr) == 0);  // nothing outstanding again: kick
+    REQUIRE(read(f.daemon->kick_fd, &kicks, 8) == 8);
+    f.daemon->status_page()->sleeping.store(0);
+
     // RESET: the rings start over on both sides.
     abi::QpAttr attr{};
     attr.qp_state = verbs::kQpsReset;

@@ -101,7 +101,18 @@ int Connection::post_recv(Qp* qp, const RecvWr* wr, const RecvWr** bad_wr) noexc
         if (bad_wr != nullptr) *bad_wr = wr;
         return dead() ? EIO : EINVAL;  // a QP with an SRQ has no RQ
     }
-    return post_receives(qp->rq, wr, bad_wr, false, [this] { ring_doorbell(); });
+    // A sleeping daemon is kicked only when this RQ had nothing outstanding: receive WQEs are
+    // consumed by arriving frames alone, an arriving frame wakes the daemon, and its turn reads
+    // the rings before the frame. So while the engine still holds a receive for this QP, new
+    // ones can wait for that wake-up; a kick per post would cost the application a syscall and
+    // the daemon a wake-up for nothing (ib_send_bw's server reposts after every completion).
+    // The one delay: receives posted to a QP that went to ERR meanwhile are flushed at the
+    // daemon's next wake-up (at most its nap cap) instead of at once.
+    const bool engine_has_one =
+        qp->rq.produced.load(std::memory_order_relaxed) != qp->rq.retired.load(std::memory_order_acquire);
+    return post_receives(qp->rq, wr, bad_wr, false, [this, engine_has_one] {
+        if (!engine_has_one) ring_doorbell();
+    });
 }
 
 int Connection::post_srq_recv(Srq* srq, const RecvWr* wr, const RecvWr** bad_wr) noexcept {
