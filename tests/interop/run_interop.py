@@ -159,10 +159,15 @@ class Runner:
         self.port = 20000 + os.getpid() % 20000
         self.results = []
         self.failures = []
+        self.log = []  # --summary-first: the progress lines, printed after the verdict
+        self.failure_details = []
         self.deadline = time.monotonic() + args.budget
 
     def say(self, text):
-        print(text, flush=True)
+        if self.a.summary_first:
+            self.log.append(text)
+        else:
+            print(text, flush=True)
 
     def host(self, argv):
         return self.bed.host_cmd([self.a.rnic_run, *argv])
@@ -241,7 +246,8 @@ class Runner:
                     self.say(f"ok   {sid} ({secs:.1f} s) {detail}")
                 else:
                     self.failures.append(sid)
-                    self.say(f"FAIL {sid} ({secs:.1f} s)\n{detail}")
+                    self.failure_details.append(f"FAIL {sid} ({secs:.1f} s)\n{detail}")
+                    self.say(self.failure_details[-1])
 
     def check_pcaps(self, pcaps):
         for pcap in pcaps:
@@ -375,6 +381,9 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--markdown", help="also write the results as a Markdown table (docs/interop.md)")
     ap.add_argument("--budget", type=float, default=420, help="seconds for the scenarios before the rest is skipped")
+    ap.add_argument("--summary-first", action="store_true",
+                    help="hold the progress lines and print them after the verdict (CTest: a CI excerpt that "
+                         "starts at the test's first lines shows why it failed)")
     a = ap.parse_args()
     a.directions = ("vm-server", "vm-client") if a.direction == "both" else (a.direction,)
     selected = [s for s in scenarios() if not a.only or re.search(a.only, s.name)]
@@ -392,7 +401,7 @@ def main():
     try:
         runner.main(selected)
     except bedlib.Skip as e:
-        print(f"SKIP: {e}")
+        print("\n".join([f"SKIP: {e}"] + runner.log))
         return 77
     except Exception as e:  # a bed that does not come up is a failure, with its reason
         runner.failures.append(f"{type(e).__name__}: {e}")
@@ -403,12 +412,19 @@ def main():
     if a.markdown:
         write_markdown(a.markdown, selected, runner.results)
     passed = sum(1 for r in runner.results if r.get("ok"))
-    print(f"interop: {passed} scenario runs passed in {time.monotonic() - t0:.0f} s; captures and results in "
-          f"{a.workdir}")
+    verdict = [f"interop: {passed} scenario runs passed in {time.monotonic() - t0:.0f} s; captures and results in "
+               f"{a.workdir}"]
     if runner.failures:
-        print("FAILED: " + "; ".join(runner.failures))
-        return 1
-    return 0
+        verdict.append("FAILED: " + "; ".join(runner.failures))
+        # The first failures' output right under the verdict, trimmed: the whole is in the progress.
+        for d in runner.failure_details[:2]:
+            lines = d.splitlines()
+            verdict += lines[:12] + (["  ..."] + lines[-12:] if len(lines) > 24 else lines[12:])
+    if a.summary_first:
+        print("\n".join(verdict + ["--- progress ---"] + runner.log + verdict), flush=True)
+    else:
+        print("\n".join(verdict), flush=True)
+    return 1 if runner.failures else 0
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Both applications of a run live in the bed's namespace A, exchanging their conne
 its loopback; the RDMA traffic crosses the veth between the daemons (rnic0 in A, rnic1 in B).
 After the first two beds, both captures must pass rnic-pcap (ICRC verified on every frame) and
 hold every opcode the bed's programs put on the wire.
-Usage: check_debian_binaries.py TESTBED RNICD RNIC_RUN RNIC_PCAP [--quick]"""
+Usage: check_debian_binaries.py TESTBED RNICD RNIC_RUN RNIC_PCAP [--quick] [--summary-first]"""
+import io
 import json
 import os
 import re
@@ -22,6 +23,12 @@ import time
 
 testbed, rnicd, rnic_run, rnic_pcap = sys.argv[1:5]
 quick = "--quick" in sys.argv[5:]
+# --summary-first (CTest): the verdict first, then the progress lines, so that an excerpt of the
+# log that starts at the test's first lines shows what failed.
+summary_first = "--summary-first" in sys.argv[5:]
+real_stdout = sys.stdout
+if summary_first:
+    sys.stdout = io.StringIO()
 name = f"rnicdb{os.getpid() % 10000}"
 state = f"/tmp/{name}"
 base_env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.84.0")
@@ -329,6 +336,12 @@ except Exception as e:  # a bed that does not come up is a failure, with its rea
 finally:
     subprocess.run([testbed, "down"], env=base_env, capture_output=True, timeout=60)
 
-print(f"{passed} checks passed")
-print("FAILED: " + "; ".join(failures) if failures else "all Debian binaries ran on rnicd")
+verdict = f"{passed} checks passed\n" + ("FAILED: " + "; ".join(failures) if failures else
+                                        "all Debian binaries ran on rnicd")
+if summary_first:
+    progress = sys.stdout.getvalue()
+    sys.stdout = real_stdout
+    print(f"{verdict}\n--- progress ---\n{progress}{verdict}")
+else:
+    print(verdict)
 sys.exit(1 if failures else 0)
