@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
                           {.busy_poll = opt.busy_poll,
                            .spin_ns = opt.spin_us * 1000,
                            .min_sleep_ns = 16'000,
-                           .max_sleep_ns = nap_cap_us * 1000},
+                           .max_sleep_ns = nap_cap_us * 1000,
+                           .stream_spin_ns = opt.stream_spin_us * 1000,
+                           .stream_nap_ns = opt.stream_nap_us * 1000},
                           monotonic_ns);
     loop_counters = &loop;
     apply_sched(opt.sched, opt.busy_poll);
@@ -195,7 +197,9 @@ int main(int argc, char** argv) {
                  mac_text(self.mac), wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ip6_text,
                  ec.gids[0].to_string(),
                  opt.busy_poll ? std::string("busy")
-                               : "adaptive (spin " + std::to_string(opt.spin_us) + " us, naps up to " +
+                               : "adaptive (spin " + std::to_string(opt.spin_us) + " us, in a stream " +
+                                     std::to_string(opt.stream_spin_us) + " us then " +
+                                     std::to_string(opt.stream_nap_us) + " us naps, naps up to " +
                                      std::to_string(nap_cap_us) + " us, " +
                                      (loop.wakes_on_rx() ? "woken by frames" : "timed") + ")",
                  daemon::to_string(opt.sched), capture ? " capture " + opt.pcap : std::string());

@@ -6,7 +6,8 @@ namespace rnic::daemon {
 
 const char* usage() {
     return "usage: rnicd --iface IF --ip A.B.C.D/NN [--ip6 ADDR/LEN]... [--mac MAC] [--pcap FILE [--pcap-max-mb N]]\n"
-           "             [--busy-poll] [--spin-us N] [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
+           "             [--busy-poll] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
+           "             [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
            "             [--log-level trace|debug|info|warn|error|off]\n"
            "             [--name NAME] [--run-dir DIR] [-- EAL arguments]\n"
            "  --iface IF        the port: DPDK af_packet on IF unless EAL arguments name a device\n"
@@ -19,6 +20,11 @@ const char* usage() {
            "  --pcap-max-mb N   rotate to FILE.1, FILE.2, ... when a file reaches N MiB\n"
            "  --busy-poll       never sleep (one full core; best when the daemon has a core of its own)\n"
            "  --spin-us N       keep polling N us after the last work before sleeping (default 10)\n"
+           "  --stream-spin-us N  the spin window while work streams in (32 frames, WQEs or CQEs\n"
+           "                    in 100 us; default 10)\n"
+           "  --stream-nap-us N then a nap this long that frames do not end (default 20; 0: an\n"
+           "                    ordinary nap): a receiver woken by every burst of a stream makes the\n"
+           "                    sender pay for each wake-up inside its sendto()\n"
            "  --idle-sleep-us N longest nap (default 10000 when frames wake the loop, else 2000);\n"
            "                    a frame, a doorbell or a control message ends a nap at once\n"
            "  --no-rx-wakeup    do not sleep on the port's RX wake-up: frames wait for the nap to end\n"
@@ -69,7 +75,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         }
         const bool takes_value = a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" ||
                                  a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
-                                 a == "--spin-us" || a == "--sched" ||
+                                 a == "--spin-us" || a == "--stream-spin-us" || a == "--stream-nap-us" || a == "--sched" ||
                                  a == "--name" || a == "--run-dir";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
@@ -103,6 +109,12 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             if (!parse_u64(v, o.pcap_max_mb)) return U{"--pcap-max-mb wants a number, got '" + v + "'"};
         } else if (a == "--spin-us") {
             if (!parse_u64(v, o.spin_us) || o.spin_us > 1'000'000) return U{"--spin-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--stream-nap-us") {
+            if (!parse_u64(v, o.stream_nap_us) || o.stream_nap_us > 1'000'000)
+                return U{"--stream-nap-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--stream-spin-us") {
+            if (!parse_u64(v, o.stream_spin_us) || o.stream_spin_us > 1'000'000)
+                return U{"--stream-spin-us wants 0..1000000, got '" + v + "'"};
         } else if (a == "--sched") {
             o.sched_given = true;
             if (v == "fifo") {

@@ -51,7 +51,8 @@ void PollLoop::turn() {
 
 void PollLoop::nap(uint64_t sleep_ns) {
     if (!host_.begin_nap()) return;
-    if (wake_on_rx_) {
+    const bool wake_on_rx = wake_on_rx_ && !idle_.stream_nap();
+    if (wake_on_rx) {
         // Arm, then look once more: a frame that came before the arming is found by this poll,
         // one that comes after makes the wake fd readable. Without the last look a frame that
         // arrived between the turn's rx_burst and the arming would wait for the cap.
@@ -59,21 +60,21 @@ void PollLoop::nap(uint64_t sleep_ns) {
         const uint64_t now = clock_();
         if (const size_t work = dp_.poll(now)) {
             host_.cancel_nap();
-            idle_.note_work(now);
+            idle_.note_work(now, work);
             ++counters_.last_look_work;
             return;
         }
     }
     ++counters_.naps;
-    const auto end = host_.nap(sleep_ns);
-    if (wake_on_rx_) io_.rx_wait_done();
+    const auto end = host_.nap(sleep_ns, wake_on_rx);
+    if (wake_on_rx) io_.rx_wait_done();
     switch (end) {
         case host::server::NapEnd::Wake: ++counters_.woken_by_rx; break;
         case host::server::NapEnd::Kick: ++counters_.woken_by_kick; break;
         case host::server::NapEnd::Control: ++counters_.woken_by_control; break;
         case host::server::NapEnd::Timer:
             ++counters_.naps_timed_out;
-            if (wake_on_rx_) {
+            if (wake_on_rx) {
                 check_rx_after_timeout_ = true;
                 rx_frames_at_timeout_ = served_rx(dp_);
             }

@@ -188,6 +188,37 @@ TEST_CASE("idle policy: woken by frames a nap goes straight to the cap and a las
     CHECK(no_spin.after_poll(0, 100, std::nullopt) == 40);  // the first idle turn sleeps
 }
 
+TEST_CASE("idle policy: while work streams in, the spin window and the nap follow the stream settings", "[datapath]") {
+    daemon::IdlePolicy idle({.busy_poll = false,
+                             .spin_ns = 1000,
+                             .max_sleep_ns = 40'000,
+                             .wake_on_rx = true,
+                             .stream_spin_ns = 5000,
+                             .stream_nap_ns = 300,
+                             .stream_window_ns = 100'000,
+                             .stream_work = 32});
+    // A ping-pong: a little work now and then is no stream; ordinary spin, ordinary (woken) nap.
+    CHECK(idle.after_poll(2, 1'000, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 2'500, std::nullopt) == 40'000);
+    CHECK_FALSE(idle.stream_nap());
+    // 40 items within a window: a stream. The spin window grows, then the nap is short and timed.
+    for (uint64_t t = 10'000; t < 14'000; t += 100) CHECK(idle.after_poll(1, t, std::nullopt) == 0);
+    CHECK(idle.streaming(14'000));
+    CHECK(idle.after_poll(0, 16'000, std::nullopt) == 0);  // 2 us after the last work: still spinning
+    CHECK(idle.after_poll(0, 19'100, std::nullopt) == 300);
+    CHECK(idle.stream_nap());
+    CHECK(idle.after_poll(0, 19'200, 19'250) == 50);  // never past a timer
+    // The stream counts over the previous window too, then fades: two windows later it is gone.
+    CHECK(idle.streaming(150'000));
+    CHECK_FALSE(idle.streaming(200'000));
+    CHECK(idle.after_poll(0, 250'000, std::nullopt) == 40'000);
+    CHECK_FALSE(idle.stream_nap());
+    // stream_work 0 turns the stream test off.
+    daemon::IdlePolicy never({.busy_poll = false, .spin_ns = 1000, .max_sleep_ns = 40, .stream_work = 0});
+    for (uint64_t t = 0; t < 1000; t += 10) never.after_poll(5, t, std::nullopt);
+    CHECK_FALSE(never.streaming(1000));
+}
+
 TEST_CASE("rate limit: a burst passes, then a steady trickle, and the rest is counted", "[datapath]") {
     daemon::RateLimit rl(10, 3);
     const uint64_t t0 = 5'000'000'000;

@@ -99,11 +99,11 @@ bool HostService::Impl::begin_nap() {
 
 void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_order_relaxed); }
 
-NapEnd HostService::Impl::nap(uint64_t max_ns) {
+NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = nap_done = false;
     arm_kick();
-    arm_wake();
+    if (wake_on_rx) arm_wake();
     // The timer is reprogrammed only when this nap must end earlier than the armed expiry: a busy
     // loop naps thousands of times a second, mostly ended by a frame or a kick, and setting and
     // cancelling a timerfd around each nap would put two syscalls (VM exits here) on the path of
@@ -176,11 +176,11 @@ bool HostService::begin_nap() {
 void HostService::cancel_nap() {
     impl_->cancel_nap();
 }
-NapEnd HostService::nap(uint64_t max_ns) {
-    return impl_->nap(max_ns);
+NapEnd HostService::nap(uint64_t max_ns, bool wake_on_rx) {
+    return impl_->nap(max_ns, wake_on_rx);
 }
 NapEnd HostService::sleep(uint64_t max_ns) {
-    return impl_->begin_nap() ? impl_->nap(max_ns) : NapEnd::Skipped;
+    return impl_->begin_nap() ? impl_->nap(max_ns, true) : NapEnd::Skipped;
 }
 void HostService::set_wake_fd(int fd) {
     impl_->set_wake_fd(fd);

@@ -130,7 +130,7 @@ struct HostService::Impl {
     void set_wake_fd(int fd);
     bool begin_nap();
     void cancel_nap();
-    NapEnd nap(uint64_t max_ns);
+    NapEnd nap(uint64_t max_ns, bool wake_on_rx);
 };
 
 }  // namespace rnic::host::server

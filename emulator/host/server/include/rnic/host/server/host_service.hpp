@@ -79,7 +79,8 @@ public:
     // no nap); then either cancel_nap() (the last look found work) or nap().
     bool begin_nap();
     void cancel_nap();
-    NapEnd nap(uint64_t max_ns);
+    // `wake_on_rx` false: the port's wake fd does not end this nap (a timed nap inside a stream).
+    NapEnd nap(uint64_t max_ns, bool wake_on_rx = true);
     // begin_nap() and nap() without a last look.
     NapEnd sleep(uint64_t max_ns);
 
