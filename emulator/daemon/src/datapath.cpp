@@ -100,6 +100,21 @@ void Datapath::warn_icmp(const char* family, const char* what) {
         spdlog::warn("dropped an {} frame: {} ({} similar lines suppressed)", family, what, icmp_log_.suppressed());
 }
 
+void Datapath::warn_roce(const transport::RxResult& r, size_t length) {
+    if (!roce_log_.allow(now_)) return;
+    using transport::RxVerdict;
+    if (r.verdict == RxVerdict::BadIcrc || r.verdict == RxVerdict::Malformed || r.verdict == RxVerdict::NotRocev2) {
+        spdlog::warn("dropped a {}-byte RoCEv2 frame: {} ({}) ({} similar lines suppressed)", length,
+                     transport::to_string(r.verdict), wire::parse_errc_text(r.parse_error), roce_log_.suppressed());
+        return;
+    }
+    spdlog::warn("{} a {}-byte RoCEv2 frame: {} (QP {:#x}, opcode {:#04x}, PSN {}) ({} similar lines suppressed)",
+                 r.verdict == transport::RxVerdict::RemoteAccessError || r.verdict == transport::RxVerdict::InvalidRequest
+                     ? "NAKed"
+                     : "dropped",
+                 length, transport::to_string(r.verdict), r.qpn, r.opcode, r.psn, roce_log_.suppressed());
+}
+
 void Datapath::receive_icmp(std::span<const uint8_t> frame) {
     const auto r = port::answer_echo(frame, self_, io_.tx(), icmp_);
     if (r == port::IcmpResult::BadChecksum || r == port::IcmpResult::Malformed)
@@ -140,7 +155,8 @@ size_t Datapath::poll(uint64_t now_ns) {
             case port::FrameClass::RoceForUs:
                 ++counters_.roce_rx;
                 if (capture_) capture(frame, now_ns);
-                engine_.receive(frame, now_ns);
+                if (const auto r = engine_.receive(frame, now_ns); r.verdict != transport::RxVerdict::Accepted)
+                    warn_roce(r, frame.size());
                 break;
             case port::FrameClass::Malformed: warn_malformed(c, frame.size()); break;
             case port::FrameClass::NotForUs:
@@ -157,7 +173,8 @@ size_t Datapath::poll(uint64_t now_ns) {
         for (auto& f : frames) {
             ++counters_.roce_rx;
             if (capture_) capture(f, now_ns);
-            engine_.receive(f, now_ns);
+            if (const auto r = engine_.receive(f, now_ns); r.verdict != transport::RxVerdict::Accepted)
+                warn_roce(r, f.size());
             loopback_spare_.push_back(std::move(f));
         }
         looped = frames.size();

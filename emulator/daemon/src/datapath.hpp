@@ -101,6 +101,8 @@ private:
     void capture(std::span<const uint8_t> frame, uint64_t at_ns);
     void warn_malformed(port::FrameClass c, size_t length);
     void warn_icmp(const char* family, const char* what);
+    // A RoCEv2 frame the engine dropped or NAKed: one rate-limited line (the counters have it all).
+    void warn_roce(const transport::RxResult& r, size_t length);
     void receive_icmp(std::span<const uint8_t> frame);
     void receive_icmp6(std::span<const uint8_t> frame, uint64_t now_ns);
     // Both families: our own address, off-link or failed, cached, or a request out.
@@ -125,6 +127,7 @@ private:
     uint64_t now_ = 0;
     RateLimit malformed_log_;
     RateLimit icmp_log_;
+    RateLimit roce_log_;
     RateLimit capture_log_;
     std::array<port::RxFrame, kBurst> rx_{};
 };

@@ -83,6 +83,19 @@ void install_signals() {
 
 }  // namespace
 
+// Everything one port (one device) needs, built in order and torn down in reverse: the engine
+// before the datapath that feeds it, the host service last (its handlers name the others).
+struct Device {
+    rnic::port::DpdkPort* io = nullptr;
+    std::unique_ptr<rnic::port::Capture> capture;
+    std::string pcap;
+    rnic::port::HostAddress self;
+    std::unique_ptr<rnic::transport::Engine> engine;
+    std::unique_ptr<rnic::daemon::Datapath> dp;
+    std::unique_ptr<rnic::host::server::HostService> host;
+    std::string name;
+};
+
 int main(int argc, char** argv) {
     using namespace rnic;
     const auto parsed = daemon::parse_options(std::vector<std::string>(argv + 1, argv + argc));
@@ -102,85 +115,108 @@ int main(int argc, char** argv) {
     // Signals before the EAL so a SIGTERM during a slow start is not lost.
     install_signals();
 
-    std::unique_ptr<port::DpdkPort> io;
-    std::unique_ptr<port::Capture> capture;
+    std::unique_ptr<port::DpdkRuntime> dpdk;
+    std::vector<Device> devices(opt.ports.size());
     try {
-        port::DpdkPortConfig pc;
-        pc.iface = opt.iface;
-        pc.eal_args = opt.eal_args;
-        pc.mac = opt.mac;
-        pc.rx_wakeups = opt.rx_wakeup && !opt.busy_poll;
-        pc.ipv4 = opt.ip.addr;
-        io = std::make_unique<port::DpdkPort>(pc);
-        if (!opt.pcap.empty()) capture = std::make_unique<port::Capture>(opt.pcap, opt.pcap_max_mb << 20);
+        port::DpdkConfig dc;
+        dc.eal_args = opt.eal_args;
+        for (const daemon::PortOptions& po : opt.ports) {
+            port::DpdkPortConfig pc;
+            pc.iface = po.iface;
+            pc.mac = po.mac;
+            pc.rx_wakeups = opt.rx_wakeup && !opt.busy_poll;
+            pc.ipv4 = po.ip.addr;
+            dc.ports.push_back(pc);
+        }
+        dpdk = std::make_unique<port::DpdkRuntime>(dc);
+        for (size_t i = 0; i < devices.size(); ++i) {
+            devices[i].io = &dpdk->port(i);
+            devices[i].name = opt.ports[i].name;
+            if (!opt.ports[i].pcap.empty())
+                devices[i].capture =
+                    std::make_unique<port::Capture>(opt.ports[i].pcap, opt.ports[i].pcap_max_mb << 20);
+            devices[i].pcap = opt.ports[i].pcap;
+        }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());
         return 1;
     }
-
-    // The link-local address always exists (RFC 4291 2.1: every interface has one).
-    port::HostAddress self{io->mac(), opt.ip.addr, opt.ip.length, port::with_link_local(io->mac(), opt.ip6)};
-    transport::EngineConfig ec;
-    // The active MTU is the largest IB MTU whose packets, with every header a RoCEv2 packet may
-    // carry, fit the port's IP MTU (rxe keeps the same 80-byte margin): 1500 -> 1024, 9000 -> 4096.
-    constexpr unsigned kRoceHeaderMargin = 80;
-    const auto active_mtu =
-        transport::mtu_from_bytes(io->ip_mtu() > kRoceHeaderMargin ? io->ip_mtu() - kRoceHeaderMargin : 0);
-    if (!active_mtu) {
-        spdlog::critical("the port's MTU ({}) is too small for RoCE (at least 256 + {} bytes)", io->ip_mtu(),
-                         kRoceHeaderMargin);
-        return 1;
-    }
-    ec.limits.active_mtu = std::min(*active_mtu, ec.limits.max_mtu);
-    ec.mac = self.mac;
-    ec.gids = port::gid_table(self);
-    transport::Engine engine(ec);
 
     const uint64_t mono0 = clock_ns(CLOCK_MONOTONIC);
     const int64_t realtime_offset = static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(mono0);
-    daemon::Datapath dp(*io, engine, self, capture.get(), realtime_offset, monotonic_ns);
-
-    // Declared before the service so pending handlers are destroyed after it, never run on it.
+    // Declared before the services so pending handlers are destroyed after them, never run on them.
     boost::asio::io_context asio_io;
-    host::server::ServerConfig sc;
-    sc.name = opt.name;
-    sc.run_dir = opt.run_dir;
-    sc.mac = self.mac;
-    sc.ipv4 = self.ipv4;
-    sc.prefix_length = self.prefix_length;
-    for (const port::Ipv6Prefix& p : self.ipv6)
-        sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
-    sc.ethernet_mtu = io->ip_mtu();
-    sc.link_speed_mbps = io->link_speed_mbps();
-    auto resolver = [&dp](const wire::Gid& dgid, uint64_t now, wire::MacAddr& mac) {
-        switch (dp.resolve(dgid, now, mac)) {
-            case daemon::Neighbour::Resolved:
-                return host::server::Resolution::Resolved;
-            case daemon::Neighbour::Pending:
-                return host::server::Resolution::Pending;
-            case daemon::Neighbour::Unreachable:
-                break;
-        }
-        return host::server::Resolution::Unreachable;
-    };
     const daemon::PollLoop* loop_counters = nullptr;  // set once the loop exists
-    host::server::HostService host(asio_io, engine, sc, resolver, [&dp, &loop_counters] {
-        auto all = dp.counter_list();
-        if (loop_counters)
-            for (auto& c : loop_counters->counter_list()) all.push_back(std::move(c));
-        return all;
-    });
-    try {
-        host.start();
-    } catch (const std::exception& e) {
-        spdlog::critical("{}", e.what());
-        return 1;
+
+    for (size_t i = 0; i < devices.size(); ++i) {
+        Device& d = devices[i];
+        const daemon::PortOptions& po = opt.ports[i];
+        // The link-local address always exists (RFC 4291 2.1: every interface has one).
+        d.self = port::HostAddress{d.io->mac(), po.ip.addr, po.ip.length, port::with_link_local(d.io->mac(), po.ip6)};
+        transport::EngineConfig ec;
+        // The active MTU is the largest IB MTU whose packets, with every header a RoCEv2 packet may
+        // carry, fit the port's IP MTU (rxe keeps the same 80-byte margin): 1500 -> 1024, 9000 -> 4096.
+        constexpr unsigned kRoceHeaderMargin = 80;
+        const auto active_mtu = transport::mtu_from_bytes(
+            d.io->ip_mtu() > kRoceHeaderMargin ? d.io->ip_mtu() - kRoceHeaderMargin : 0);
+        if (!active_mtu) {
+            spdlog::critical("{}: the port's MTU ({}) is too small for RoCE (at least 256 + {} bytes)", d.name,
+                             d.io->ip_mtu(), kRoceHeaderMargin);
+            return 1;
+        }
+        ec.limits.active_mtu = std::min(*active_mtu, ec.limits.max_mtu);
+        ec.mac = d.self.mac;
+        ec.gids = port::gid_table(d.self);
+        d.engine = std::make_unique<transport::Engine>(ec);
+        d.dp = std::make_unique<daemon::Datapath>(*d.io, *d.engine, d.self, d.capture.get(), realtime_offset,
+                                                  monotonic_ns);
+
+        host::server::ServerConfig sc;
+        sc.name = d.name;
+        sc.run_dir = opt.run_dir;
+        sc.mac = d.self.mac;
+        sc.ipv4 = d.self.ipv4;
+        sc.prefix_length = d.self.prefix_length;
+        for (const port::Ipv6Prefix& p : d.self.ipv6)
+            sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
+        sc.ethernet_mtu = d.io->ip_mtu();
+        sc.link_speed_mbps = d.io->link_speed_mbps();
+        daemon::Datapath* dp = d.dp.get();
+        auto resolver = [dp](const wire::Gid& dgid, uint64_t now, wire::MacAddr& mac) {
+            switch (dp->resolve(dgid, now, mac)) {
+                case daemon::Neighbour::Resolved:
+                    return host::server::Resolution::Resolved;
+                case daemon::Neighbour::Pending:
+                    return host::server::Resolution::Pending;
+                case daemon::Neighbour::Unreachable:
+                    break;
+            }
+            return host::server::Resolution::Unreachable;
+        };
+        d.host = std::make_unique<host::server::HostService>(asio_io, *d.engine, sc, resolver, [dp, &loop_counters] {
+            auto all = dp->counter_list();
+            if (loop_counters)
+                for (auto& c : loop_counters->counter_list()) all.push_back(std::move(c));
+            return all;
+        });
+        try {
+            d.host->start();
+        } catch (const std::exception& e) {
+            spdlog::critical("{}: {}", d.name, e.what());
+            return 1;
+        }
     }
 
-    const bool woken_by_frames = !opt.busy_poll && io->rx_wait_fd() >= 0;
-    const uint64_t nap_cap_us =
-        opt.idle_sleep_max_us ? opt.idle_sleep_max_us : woken_by_frames ? daemon::kNapCapWokenUs : daemon::kNapCapTimedUs;
-    daemon::PollLoop loop(*io, dp, host,
+    bool all_woken_by_frames = !opt.busy_poll;
+    std::vector<daemon::Lane> lanes;
+    for (Device& d : devices) {
+        all_woken_by_frames = all_woken_by_frames && d.io->rx_wait_fd() >= 0;
+        lanes.push_back(daemon::Lane{*d.io, *d.dp, *d.host});
+    }
+    const uint64_t nap_cap_us = opt.idle_sleep_max_us      ? opt.idle_sleep_max_us
+                                : all_woken_by_frames ? daemon::kNapCapWokenUs
+                                                      : daemon::kNapCapTimedUs;
+    daemon::PollLoop loop(std::move(lanes),
                           {.busy_poll = opt.busy_poll,
                            .spin_ns = opt.spin_us * 1000,
                            .min_sleep_ns = 16'000,
@@ -191,36 +227,62 @@ int main(int argc, char** argv) {
     loop_counters = &loop;
     apply_sched(opt.sched, opt.busy_poll);
 
-    std::string ip6_text;
-    for (const std::string& a : sc.ipv6) ip6_text += " ip6 " + a;
-    spdlog::info("rnicd up: {} port {} mac {} ip {}/{}{} gid0 {} polling {} sched {}{}", opt.name, io->description(),
-                 mac_text(self.mac), wire::ipv4_to_string(self.ipv4), int{self.prefix_length}, ip6_text,
-                 ec.gids[0].to_string(),
+    for (Device& d : devices) {
+        std::string ip6_text;
+        for (const port::Ipv6Prefix& p : d.self.ipv6)
+            ip6_text += " ip6 " + port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length);
+        spdlog::info("rnicd up: {} port {} mac {} ip {}/{}{} gid0 {}{}", d.name, d.io->description(),
+                     mac_text(d.self.mac), wire::ipv4_to_string(d.self.ipv4), int{d.self.prefix_length}, ip6_text,
+                     port::gid_table(d.self)[0].to_string(), d.capture ? " capture " + d.pcap : std::string());
+    }
+    spdlog::info("poll loop: {} device(s), polling {} sched {}", devices.size(),
                  opt.busy_poll ? std::string("busy")
                                : "adaptive (spin " + std::to_string(opt.spin_us) + " us, in a stream " +
                                      std::to_string(opt.stream_spin_us) + " us then " +
                                      std::to_string(opt.stream_nap_us) + " us naps, naps up to " +
                                      std::to_string(nap_cap_us) + " us, " +
                                      (loop.wakes_on_rx() ? "woken by frames" : "timed") + ")",
-                 daemon::to_string(opt.sched), capture ? " capture " + opt.pcap : std::string());
-    dp.start(mono0);
+                 daemon::to_string(opt.sched));
+    for (Device& d : devices) d.dp->start(mono0);
 
     while (!stop_requested.load(std::memory_order_relaxed)) {
         loop.turn();
-        if (dump_requested.exchange(false, std::memory_order_relaxed)) spdlog::info("counters: {}", dp.summary());
+        if (dump_requested.exchange(false, std::memory_order_relaxed))
+            for (Device& d : devices) spdlog::info("{} counters: {}", d.name, d.dp->summary());
     }
 
-    spdlog::info("rnicd stopping: disconnecting {} session(s)", host.session_count());
-    host.shutdown(clock_ns(CLOCK_MONOTONIC));
-    if (capture) capture->flush();
+    const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    for (Device& d : devices) {
+        spdlog::info("rnicd stopping: {}: disconnecting {} session(s)", d.name, d.host->session_count());
+        d.host->shutdown(now);
+    }
+    for (Device& d : devices) {
+        if (!d.capture) continue;
+        try {
+            d.capture->flush();
+        } catch (const std::exception& e) {
+            // The sessions are already told and reclaimed; a capture that cannot be written must
+            // not turn an orderly stop into an abort.
+            spdlog::error("{}: capture flush failed: {}", d.name, e.what());
+        }
+    }
     std::string loop_text;
     for (const auto& [name, v] : loop.counter_list()) loop_text += name + "=" + std::to_string(v) + " ";
     spdlog::info("loop: {}", loop_text);
-    spdlog::info("counters: {}", dp.summary());  // second to last: tests/system/check_daemon.py reads it there
-    spdlog::info("rnicd stopping{}", capture ? " (capture: " + std::to_string(capture->frames()) + " frames in " +
-                                                   std::to_string(capture->files()) + " file(s))"
-                                             : std::string());
-    capture.reset();
-    io.reset();
+    // tests/system/check_daemon.py reads the counters line, the second to last of the log.
+    for (Device& d : devices) spdlog::info("counters: {}", d.dp->summary());
+    std::string capture_text;
+    for (Device& d : devices)
+        if (d.capture)
+            capture_text += " (" + d.name + " capture: " + std::to_string(d.capture->frames()) + " frames in " +
+                            std::to_string(d.capture->files()) + " file(s))";
+    spdlog::info("rnicd stopping{}", capture_text);
+    for (auto it = devices.rbegin(); it != devices.rend(); ++it) {
+        it->host.reset();
+        it->dp.reset();
+        it->engine.reset();
+        it->capture.reset();
+    }
+    dpdk.reset();
     return 0;
 }

@@ -2,16 +2,21 @@
 
 #include <charconv>
 
+#include "rnic/port/eal_arguments.hpp"
+
 namespace rnic::daemon {
 
 const char* usage() {
-    return "usage: rnicd --iface IF --ip A.B.C.D/NN [--ip6 ADDR/LEN]... [--mac MAC] [--pcap FILE [--pcap-max-mb N]]\n"
-           "             [--busy-poll] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
+    return "usage: rnicd PORT [PORT]... [--busy-poll] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
            "             [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
-           "             [--log-level trace|debug|info|warn|error|off]\n"
-           "             [--name NAME] [--run-dir DIR] [-- EAL arguments]\n"
-           "  --iface IF        the port: DPDK af_packet on IF unless EAL arguments name a device\n"
+           "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR] [-- EAL arguments]\n"
+           "  PORT: --iface IF --ip A.B.C.D/NN [--ip6 ADDR/LEN]... [--mac MAC] [--name NAME]\n"
+           "        [--pcap FILE [--pcap-max-mb N]]\n"
+           "  Each --iface (or --port) starts a port; the options after it, up to the next, are that\n"
+           "  port's. Every port is a device of its own (rnic0, rnic1, ...) served by the one poll loop.\n"
+           "  --iface IF        a port: DPDK af_packet on IF unless EAL arguments name the devices\n"
            "                    (-- --vdev net_af_xdp0,iface=IF, -- -a 0000:03:00.0, ...)\n"
+           "  --port            a port whose device comes from the EAL arguments (in their order)\n"
            "  --ip A/NN         the RNIC's IPv4 address; GID 0 is ::ffff:A\n"
            "  --ip6 ADDR/LEN    an IPv6 address (repeatable, up to 14); GID 1 is always the link-local\n"
            "                    fe80:: address from the MAC, these follow as GIDs 2, 3, ...\n"
@@ -31,7 +36,7 @@ const char* usage() {
            "  --sched POLICY    fifo (SCHED_FIFO priority 1: a woken daemon preempts spinning\n"
            "                    applications; the default), nice (nice -20) or none (the\n"
            "                    default with --busy-poll)\n"
-           "  --name NAME       device name (default rnic0)\n"
+           "  --name NAME       device name (default rnic<port index>)\n"
            "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
 }
 
@@ -54,7 +59,10 @@ bool parse_u64(const std::string& s, uint64_t& out) {
 wire::Expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
     using U = wire::Unexpected<std::string>;
     Options o;
-    bool have_ip = false;
+    o.ports.emplace_back();
+    // The port the per-port options go to: the last one --iface or --port started.
+    auto current = [&o]() -> PortOptions& { return o.ports.back(); };
+    bool port_started = false;  // the first port exists before any --iface; the first --iface names it
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--") {
@@ -73,6 +81,11 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             o.rx_wakeup = false;
             continue;
         }
+        if (a == "--port") {
+            if (port_started) o.ports.emplace_back();
+            port_started = true;
+            continue;
+        }
         const bool takes_value = a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" ||
                                  a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
                                  a == "--spin-us" || a == "--stream-spin-us" || a == "--stream-nap-us" || a == "--sched" ||
@@ -81,32 +94,36 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
         if (a == "--iface") {
-            o.iface = v;
+            if (v.empty()) return U{"--iface wants an interface name"};
+            if (port_started && !current().iface.empty()) o.ports.emplace_back();
+            port_started = true;
+            current().iface = v;
         } else if (a == "--ip") {
             const auto p = port::parse_ipv4_prefix(v);
             if (!p || v.find('/') == std::string::npos) return U{"--ip wants A.B.C.D/NN, got '" + v + "'"};
-            o.ip = *p;
-            have_ip = true;
+            if (current().have_ip) return U{"two --ip for one port (each --iface starts a port)"};
+            current().ip = *p;
+            current().have_ip = true;
         } else if (a == "--ip6") {
             const auto p = port::parse_ipv6_prefix(v);
             if (!p || v.find('/') == std::string::npos)
                 return U{"--ip6 wants a unicast IPv6 address with /LEN (fd77::1/64), got '" + v + "'"};
-            if (o.ip6.size() == kMaxIp6) return U{"at most " + std::to_string(kMaxIp6) + " --ip6 addresses"};
-            o.ip6.push_back(*p);
+            if (current().ip6.size() == kMaxIp6) return U{"at most " + std::to_string(kMaxIp6) + " --ip6 addresses"};
+            current().ip6.push_back(*p);
         } else if (a == "--mac") {
-            o.mac = port::parse_mac(v);
-            if (!o.mac) return U{"--mac wants aa:bb:cc:dd:ee:ff, got '" + v + "'"};
+            current().mac = port::parse_mac(v);
+            if (!current().mac) return U{"--mac wants aa:bb:cc:dd:ee:ff, got '" + v + "'"};
         } else if (a == "--name") {
             const bool sane = !v.empty() && v.size() < 32 && v.find('/') == std::string::npos && v[0] != '.';
             if (!sane) return U{"--name wants a device name (no '/', under 32 characters), got '" + v + "'"};
-            o.name = v;
+            current().name = v;
         } else if (a == "--run-dir") {
             if (v.empty()) return U{"--run-dir wants a directory"};
             o.run_dir = v;
         } else if (a == "--pcap") {
-            o.pcap = v;
+            current().pcap = v;
         } else if (a == "--pcap-max-mb") {
-            if (!parse_u64(v, o.pcap_max_mb)) return U{"--pcap-max-mb wants a number, got '" + v + "'"};
+            if (!parse_u64(v, current().pcap_max_mb)) return U{"--pcap-max-mb wants a number, got '" + v + "'"};
         } else if (a == "--spin-us") {
             if (!parse_u64(v, o.spin_us) || o.spin_us > 1'000'000) return U{"--spin-us wants 0..1000000, got '" + v + "'"};
         } else if (a == "--stream-nap-us") {
@@ -137,9 +154,21 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             o.log_level = v;
         }
     }
-    if (o.iface.empty() && o.eal_args.empty()) return U{"--iface is required (or a device in the EAL arguments)"};
-    if (!have_ip) return U{"--ip is required"};
-    if (o.pcap.empty() && o.pcap_max_mb != 0) return U{"--pcap-max-mb needs --pcap"};
+    const bool eal_devices = port::eal_names_devices(o.eal_args);
+    for (size_t i = 0; i < o.ports.size(); ++i) {
+        PortOptions& p = o.ports[i];
+        const std::string which = o.ports.size() > 1 ? " (port " + std::to_string(i) + ")" : "";
+        if (p.iface.empty() && !eal_devices)
+            return U{"--iface is required (or a device in the EAL arguments)" + which};
+        if (!p.have_ip) return U{"--ip is required" + which};
+        if (p.pcap.empty() && p.pcap_max_mb != 0) return U{"--pcap-max-mb needs --pcap" + which};
+        if (p.name.empty()) p.name = "rnic" + std::to_string(i);
+        for (size_t j = 0; j < i; ++j) {
+            if (o.ports[j].name == p.name) return U{"two ports named '" + p.name + "' (--name)"};
+            if (!p.iface.empty() && o.ports[j].iface == p.iface) return U{"two ports on '" + p.iface + "'"};
+            if (!p.pcap.empty() && o.ports[j].pcap == p.pcap) return U{"two ports capture to '" + p.pcap + "'"};
+        }
+    }
     if (!o.sched_given) o.sched = o.busy_poll ? Sched::None : Sched::Fifo;
     return o;
 }

@@ -24,13 +24,21 @@ inline constexpr uint64_t kDefaultStreamNapUs = 20;
 inline constexpr uint64_t kNapCapTimedUs = 2000;
 inline constexpr uint64_t kNapCapWokenUs = 10000;
 
-struct Options {
-    std::string iface;
+// One port: one device (rnic0, rnic1, ...) with its own addresses, GIDs, engine, control socket
+// and capture, as each port of a dual-port ConnectX is a device of its own.
+struct PortOptions {
+    std::string iface;  // empty: the next device the EAL arguments name
     port::Ipv4Prefix ip;
+    bool have_ip = false;
     std::vector<port::Ipv6Prefix> ip6;  // --ip6, in order; the link-local address is added by main
     std::optional<wire::MacAddr> mac;
+    std::string name;  // empty until parse_options fills in rnic<index>
     std::string pcap;
     uint64_t pcap_max_mb = 0;  // 0: one file, never rotated
+};
+
+struct Options {
+    std::vector<PortOptions> ports;  // at least one after a successful parse
     bool busy_poll = false;
     uint64_t spin_us = kDefaultSpinUs;
     uint64_t stream_spin_us = kDefaultStreamSpinUs;  // the spin window while work streams in
@@ -41,8 +49,7 @@ struct Options {
     bool sched_given = false;  // else fifo when adaptive, none with --busy-poll (a FIFO spinner
                                // would hold its core until RT throttling stops it)
     std::string log_level = "info";
-    std::string name = "rnic0";  // device name; the control socket is <run_dir>/<name>.sock
-    std::string run_dir;         // empty: $RNIC_RUN_DIR, else /run/rnic
+    std::string run_dir;  // empty: $RNIC_RUN_DIR, else /run/rnic; each device's socket is <run_dir>/<name>.sock
     std::vector<std::string> eal_args;
     bool help = false;
 };

@@ -1,15 +1,10 @@
 #include "poll_loop.hpp"
 
+#include <algorithm>
+
 namespace rnic::daemon {
 
 namespace {
-
-// Frames the wake socket is meant to announce (what the daemon serves); other frames never wake it.
-uint64_t served_rx(const Datapath& dp) {
-    const auto& c = dp.counters().rx_by_class;
-    return c[static_cast<size_t>(port::FrameClass::RoceForUs)] + c[static_cast<size_t>(port::FrameClass::Arp)] +
-           c[static_cast<size_t>(port::FrameClass::IcmpForUs)];
-}
 
 // Control messages are served between turns while busy (at once while asleep: the nap runs
 // inside Asio): every 64 turns or 50 us, whichever comes first.
@@ -21,53 +16,94 @@ IdlePolicy::Config with_wake(IdlePolicy::Config c, bool wake) {
     return c;
 }
 
+bool all_wake_on_rx(const std::vector<Lane>& lanes, bool busy_poll) {
+    return !busy_poll && !lanes.empty() &&
+           std::all_of(lanes.begin(), lanes.end(), [](const Lane& l) { return l.io.rx_wait_fd() >= 0; });
+}
+
+std::optional<uint64_t> earliest(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+    if (!a) return b;
+    if (!b) return a;
+    return std::min(*a, *b);
+}
+
 }  // namespace
 
-PollLoop::PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle,
-                   Clock clock)
-    : io_(io),
-      dp_(dp),
-      host_(host),
+PollLoop::PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock)
+    : lanes_(std::move(lanes)),
       clock_(clock),
-      wake_on_rx_(!idle.busy_poll && io.rx_wait_fd() >= 0),
+      wake_on_rx_(all_wake_on_rx(lanes_, idle.busy_poll)),
       idle_(with_wake(idle, wake_on_rx_)) {
-    if (wake_on_rx_) host_.set_wake_fd(io_.rx_wait_fd());
+    for (Lane& l : lanes_) {
+        services_.push_back(&l.host);
+        if (wake_on_rx_) l.host.set_wake_fd(l.io.rx_wait_fd());
+    }
+}
+
+// Frames the wake fds are meant to announce (what the daemon serves); other frames never wake it.
+uint64_t PollLoop::served_rx() const {
+    uint64_t n = 0;
+    for (const Lane& l : lanes_) {
+        const auto& c = l.dp.counters().rx_by_class;
+        n += c[static_cast<size_t>(port::FrameClass::RoceForUs)] + c[static_cast<size_t>(port::FrameClass::Arp)] +
+             c[static_cast<size_t>(port::FrameClass::IcmpForUs)];
+    }
+    return n;
+}
+
+size_t PollLoop::poll_ports(uint64_t now) {
+    size_t work = 0;
+    for (Lane& l : lanes_) work += l.dp.poll(now);
+    return work;
 }
 
 void PollLoop::turn() {
     const uint64_t now = clock_();
-    size_t work = host_.poll(now);
-    work += dp_.poll(now);
+    size_t work = 0;
+    for (Lane& l : lanes_) {
+        work += l.host.poll(now);
+        work += l.dp.poll(now);
+    }
     if (check_rx_after_timeout_) {
         check_rx_after_timeout_ = false;
-        if (served_rx(dp_) != rx_frames_at_timeout_) ++counters_.rx_after_timeout;
+        if (served_rx() != rx_frames_at_timeout_) ++counters_.rx_after_timeout;
     }
     if ((++counters_.turns % kControlEveryTurns) == 0 || now - last_control_ >= kControlEveryNs) {
-        host_.poll_control();
+        lanes_.front().host.poll_control();  // one io_context serves every device's control socket
         last_control_ = now;
     }
-    if (const uint64_t sleep_ns = idle_.after_poll(work, now, dp_.next_deadline())) nap(sleep_ns);
+    std::optional<uint64_t> deadline;
+    for (const Lane& l : lanes_) deadline = earliest(deadline, l.dp.next_deadline());
+    if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) nap(sleep_ns);
 }
 
 void PollLoop::nap(uint64_t sleep_ns) {
-    if (!host_.begin_nap()) return;
-    const bool wake_on_rx = wake_on_rx_ && !idle_.stream_nap();
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        if (!lanes_[i].host.begin_nap()) {
+            for (size_t j = 0; j < i; ++j) lanes_[j].host.cancel_nap();
+            return;
+        }
+    }
+    const bool stream = idle_.stream_nap();
+    const bool wake_on_rx = wake_on_rx_ && !stream;
     if (wake_on_rx) {
         // Arm, then look once more: a frame that came before the arming is found by this poll,
         // one that comes after makes the wake fd readable. Without the last look a frame that
         // arrived between the turn's rx_burst and the arming would wait for the cap.
-        io_.arm_rx_wait();
+        for (Lane& l : lanes_) l.io.arm_rx_wait();
         const uint64_t now = clock_();
-        if (const size_t work = dp_.poll(now)) {
-            host_.cancel_nap();
+        if (const size_t work = poll_ports(now)) {
+            for (Lane& l : lanes_) l.host.cancel_nap();
             idle_.note_work(now, work);
             ++counters_.last_look_work;
             return;
         }
     }
     ++counters_.naps;
-    const auto end = host_.nap(sleep_ns, wake_on_rx);
-    if (wake_on_rx) io_.rx_wait_done();
+    if (stream) ++counters_.stream_naps;
+    const auto end = host::server::HostService::nap_all(services_, sleep_ns, wake_on_rx);
+    if (wake_on_rx)
+        for (Lane& l : lanes_) l.io.rx_wait_done();
     switch (end) {
         case host::server::NapEnd::Wake: ++counters_.woken_by_rx; break;
         case host::server::NapEnd::Kick: ++counters_.woken_by_kick; break;
@@ -76,7 +112,7 @@ void PollLoop::nap(uint64_t sleep_ns) {
             ++counters_.naps_timed_out;
             if (wake_on_rx) {
                 check_rx_after_timeout_ = true;
-                rx_frames_at_timeout_ = served_rx(dp_);
+                rx_frames_at_timeout_ = served_rx();
             }
             break;
         case host::server::NapEnd::Skipped: break;
@@ -88,6 +124,7 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
     return {
         {"loop_turns", c.turns},
         {"loop_naps", c.naps},
+        {"loop_stream_naps", c.stream_naps},
         {"loop_last_look_work", c.last_look_work},
         {"loop_woken_by_rx", c.woken_by_rx},
         {"loop_woken_by_kick", c.woken_by_kick},

@@ -1,7 +1,8 @@
-// rnicd's loop around the turn: the host interface's data path, the port's, control messages
-// between turns, and the nap when idle. The nap sleeps on the kick eventfd, the control socket
-// and the port's RX wake fd at once, so a sleeping loop answers a frame, a doorbell or a control
-// message at once; the idle policy decides when to sleep. No DPDK here: tested over FakePort.
+// rnicd's loop around the turn: for every port (a device each), the host interface's data path
+// and the port's; control messages between turns; the nap when idle. The nap sleeps on every kick
+// eventfd, control socket and port RX wake fd at once, so a sleeping loop answers a frame, a
+// doorbell or a control message of any device at once; the idle policy decides when to sleep.
+// No DPDK here: tested over FakePort.
 #pragma once
 
 // Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
@@ -28,22 +29,33 @@ struct LoopCounters {
     uint64_t woken_by_kick = 0;      // ... by a client's doorbell kick
     uint64_t woken_by_control = 0;   // ... by a control message
     uint64_t naps_timed_out = 0;     // ... by the nap's length (a timer, the cap)
+    uint64_t stream_naps = 0;        // naps inside a stream (timed, frames do not end them)
     // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
     // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
-    // the nap ended). Stays 0 when the wake-up
-    // works; a non-zero value costs up to one nap cap per frame.
+    // the nap ended). Stays 0 when the wake-up works; a non-zero value costs up to one nap cap
+    // per frame.
     uint64_t rx_after_timeout = 0;
+};
+
+// One port and what serves it: its frames (Datapath over the PortIo) and its device's host
+// interface. The services of all lanes share one io_context.
+struct Lane {
+    port::PortIo& io;
+    Datapath& dp;
+    host::server::HostService& host;
 };
 
 class PollLoop {
 public:
     using Clock = uint64_t (*)();  // monotonic nanoseconds
 
-    // Registers the port's wake fd with the host service unless `idle.busy_poll` (or the port has
+    // Registers each port's wake fd with its host service unless `idle.busy_poll` (or a port has
     // none: then naps are timed). `idle.wake_on_rx` is set from that.
-    PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock);
+    PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock);
+    PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock)
+        : PollLoop(std::vector<Lane>{Lane{io, dp, host}}, idle, clock) {}
 
-    // One turn; when the idle policy says so, a nap after it.
+    // One turn over every lane; when the idle policy says so, a nap after it.
     void turn();
 
     bool wakes_on_rx() const noexcept { return wake_on_rx_; }
@@ -53,10 +65,11 @@ public:
 
 private:
     void nap(uint64_t sleep_ns);
+    size_t poll_ports(uint64_t now);
+    uint64_t served_rx() const;
 
-    port::PortIo& io_;
-    Datapath& dp_;
-    host::server::HostService& host_;
+    std::vector<Lane> lanes_;
+    std::vector<host::server::HostService*> services_;
     Clock clock_;
     bool wake_on_rx_;
     IdlePolicy idle_;

@@ -24,14 +24,6 @@ namespace rnic::port {
 
 namespace {
 
-bool has_arg(const std::vector<std::string>& args, std::initializer_list<std::string_view> names) {
-    return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
-        return std::any_of(names.begin(), names.end(), [&](std::string_view n) {
-            return a == n || (a.size() > n.size() && a.compare(0, n.size(), n) == 0 && a[n.size()] == '=');
-        });
-    });
-}
-
 // -1 (a link that is down) or a missing file: unknown.
 unsigned read_iface_speed(const std::string& iface) {
     std::ifstream f("/sys/class/net/" + iface + "/speed");
@@ -85,40 +77,6 @@ const char* to_string(WakeMode m) {
 
 }  // namespace
 
-// af_packet ring frames default to 2048 bytes including its own header: bigger MTUs (RoCE
-// MTU 4096 needs ~4200 on the wire) need bigger ring frames or the kernel truncates. Frames
-// beyond the largest RoCE frame are never ours, so a jumbo interface (9000) does not need
-// 16 KiB frames: the PMD wants every mbuf as big as a ring frame, and 16 KiB mbufs would not
-// fit the default -m 128. Returns 0 for the PMD's default.
-unsigned af_packet_frame_size(unsigned iface_mtu) {
-    constexpr unsigned kLargestRoceIpPacket = 4096 + 256;  // payload + IP/UDP/BTH/ext/ICRC, rounded
-    const unsigned need = std::min(iface_mtu, kLargestRoceIpPacket) + 14 + 4 + 128;
-    if (need <= 2048) return 0;
-    unsigned frame = 4096;
-    while (frame < need) frame *= 2;
-    return frame;
-}
-
-std::vector<std::string> eal_arguments(const DpdkPortConfig& c, unsigned iface_mtu) {
-    const auto& extra = c.eal_args;
-    std::vector<std::string> args{"rnicd"};
-    if (!has_arg(extra, {"-l", "--lcores", "-c"})) args.insert(args.end(), {"-l", "0"});
-    if (!has_arg(extra, {"--huge-dir", "--socket-mem"})) args.emplace_back("--no-huge");
-    if (!has_arg(extra, {"-a", "--allow", "-b", "--block"})) args.emplace_back("--no-pci");
-    if (!has_arg(extra, {"--shconf"})) args.emplace_back("--no-shconf");  // two daemons on one host
-    args.emplace_back("--no-telemetry");
-    if (!has_arg(extra, {"-m", "--socket-mem"})) args.insert(args.end(), {"-m", "128"});
-    if (!has_arg(extra, {"--log-level"})) args.emplace_back("--log-level=notice");
-    if (!has_arg(extra, {"--vdev", "-a", "--allow"}) && !c.iface.empty()) {
-        std::string vdev = "net_af_packet0,iface=" + c.iface + ",framecnt=4096";
-        if (const unsigned frame = af_packet_frame_size(iface_mtu))
-            vdev += ",blocksz=" + std::to_string(frame) + ",framesz=" + std::to_string(frame);
-        args.insert(args.end(), {"--vdev", vdev});
-    }
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-}
-
 struct DpdkPort::Impl final : transport::FrameSink {
     uint16_t port_id = 0;
     uint16_t burst = 32;
@@ -133,6 +91,8 @@ struct DpdkPort::Impl final : transport::FrameSink {
     rte_mbuf* pending = nullptr;    // allocated, not yet committed
     PortStats stats;
     uint64_t rx_multiseg = 0;
+    bool started = false;
+    bool owned = false;  // a DpdkPort took it over (and frees what it holds)
     WakeMode wake_mode = WakeMode::None;
     int wake_fd = -1;
     std::optional<WakeSocket> wake_socket;
@@ -155,6 +115,11 @@ struct DpdkPort::Impl final : transport::FrameSink {
         pending = nullptr;
     }
 
+    ~Impl() override {
+        // A port whose set-up threw half-way (no DpdkPort owns it yet) still frees its pool.
+        if (!owned && pool) rte_mempool_free(pool);
+    }
+
     size_t flush() {
         if (staged.empty()) return 0;  // af_packet would still make a sendto() call
         const auto n = static_cast<uint16_t>(staged.size());
@@ -172,40 +137,16 @@ struct DpdkPort::Impl final : transport::FrameSink {
     }
 };
 
-DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>()) {
-    if (eal_initialized) throw std::runtime_error("the DPDK EAL can be initialized once per process");
-    const unsigned mtu = config.iface.empty() ? 1500 : read_iface_mtu(config.iface);
-    auto args = eal_arguments(config, mtu);
-    Impl& m = *impl_;
-    // Before the EAL binds af_packet's own socket: see wake_socket.hpp for why the order matters.
-    std::string wake_error;
-    if (config.rx_wakeups && !config.iface.empty()) {
-        if (auto w = WakeSocket::open(config.iface, config.ipv4))
-            m.wake_socket.emplace(std::move(*w));
-        else
-            wake_error = w.error();
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    cpu_set_t allowed;
-    const bool have_allowed = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
-    if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0)
-        throw std::runtime_error(std::string("DPDK EAL initialization failed: ") + rte_strerror(rte_errno));
-    eal_initialized = true;
-    // The EAL pins the main thread to its lcore. Our default `-l 0` is only there because the EAL
-    // wants one, and pinned there every rnicd on the host shares core 0: a daemon woken for a
-    // frame waits for the other one to give the core up (measured: 64 KiB WRITEs between two
-    // daemons 1.8 -> 3.2 Gb/s when unpinned). Unless the user chose cores, the loop may run
-    // wherever it was allowed to before.
-    if (have_allowed && !has_arg(config.eal_args, {"-l", "--lcores", "-c"}))
-        (void)sched_setaffinity(0, sizeof allowed, &allowed);
+namespace {
 
+// Starts ethdev `port` as configured: pool, queues, MAC, RX wake-up. `wake_socket`, opened before
+// the EAL, becomes the wake fd when the driver is af_packet; `index` names the pool.
+std::unique_ptr<DpdkPort::Impl> start_port(uint16_t port, size_t index, const DpdkPortConfig& config, unsigned mtu,
+                                           std::optional<WakeSocket> wake_socket, const std::string& wake_error) {
+    auto impl = std::make_unique<DpdkPort::Impl>();
+    DpdkPort::Impl& m = *impl;
+    m.wake_socket = std::move(wake_socket);
     m.burst = config.burst;
-    const uint64_t first = rte_eth_find_next_owned_by(0, RTE_ETH_DEV_NO_OWNER);
-    if (first >= RTE_MAX_ETHPORTS)
-        throw std::runtime_error("DPDK found no port: check --iface or the --vdev/-a EAL arguments");
-    const auto port = static_cast<uint16_t>(first);
     m.port_id = port;
 
     rte_eth_dev_info info{};
@@ -228,13 +169,9 @@ DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>(
     const uint32_t ring_frame = af_packet_frame_size(mtu);
     const uint16_t data_room = static_cast<uint16_t>(
         RTE_PKTMBUF_HEADROOM + std::max({std::min<uint32_t>(max_frame, 4096 + 256 + 18), ring_frame, 2048u}));
-    // Every RX and TX descriptor can hold an mbuf, plus one burst each way in the loop and
-    // the per-core cache; the count is a power of two minus one, what rte_mempool likes.
-    const unsigned want = config.rx_descriptors + config.tx_descriptors + 2u * config.burst + 512u;
-    unsigned mbufs = 1;
-    while (mbufs < want) mbufs <<= 1;
-    mbufs -= 1;
-    m.pool = rte_pktmbuf_pool_create("rnic_mbufs", mbufs, 256, 0, data_room, static_cast<int>(rte_socket_id()));
+    const unsigned mbufs = mbuf_pool_size(config);
+    const std::string pool_name = "rnic_mbufs" + std::to_string(index);
+    m.pool = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, data_room, static_cast<int>(rte_socket_id()));
     if (!m.pool)
         throw std::runtime_error("cannot create the mbuf pool (" + std::to_string(mbufs) + " x " +
                                  std::to_string(data_room) + " B): " + rte_strerror(rte_errno) + "; raise -m");
@@ -273,6 +210,7 @@ DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>(
     }
     if (const int rc = rte_eth_dev_start(port); rc != 0)
         throw std::runtime_error(std::string("rte_eth_dev_start: ") + rte_strerror(-rc));
+    m.started = true;
 
     if (conf.intr_conf.rxq) {
         const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0);
@@ -303,17 +241,91 @@ DpdkPort::DpdkPort(const DpdkPortConfig& config) : impl_(std::make_unique<Impl>(
                     std::to_string(data_room) + "B rxd=" + std::to_string(rxd) + " txd=" + std::to_string(txd) +
                     " rx-wakeup=" + to_string(m.wake_mode) +
                     (m.wake_mode == WakeMode::None && !wake_error.empty() ? " (wake socket: " + wake_error + ")" : "");
+    return impl;
+}
+
+}  // namespace
+
+DpdkPort::DpdkPort(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->owned = true; }
+
+DpdkRuntime::DpdkRuntime(const DpdkConfig& config) {
+    if (eal_initialized) throw std::runtime_error("the DPDK EAL can be initialized once per process");
+    if (config.ports.empty()) throw std::runtime_error("no port to start");
+    std::vector<unsigned> mtus;
+    for (const DpdkPortConfig& p : config.ports) mtus.push_back(p.iface.empty() ? 1500 : read_iface_mtu(p.iface));
+    auto args = eal_arguments(config, mtus);
+    // Before the EAL binds af_packet's own sockets: see wake_socket.hpp for why the order matters.
+    std::vector<std::optional<WakeSocket>> wake_sockets(config.ports.size());
+    std::vector<std::string> wake_errors(config.ports.size());
+    for (size_t i = 0; i < config.ports.size(); ++i) {
+        const DpdkPortConfig& p = config.ports[i];
+        if (!p.rx_wakeups || p.iface.empty()) continue;
+        if (auto w = WakeSocket::open(p.iface, p.ipv4))
+            wake_sockets[i].emplace(std::move(*w));
+        else
+            wake_errors[i] = w.error();
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    cpu_set_t allowed;
+    const bool have_allowed = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+    if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0)
+        throw std::runtime_error(std::string("DPDK EAL initialization failed: ") + rte_strerror(rte_errno));
+    eal_initialized = true;
+    // The EAL pins the main thread to its lcore. Our default `-l 0` is only there because the EAL
+    // wants one, and pinned there every rnicd on the host shares core 0: a daemon woken for a
+    // frame waits for the other one to give the core up (measured: 64 KiB WRITEs between two
+    // daemons 1.8 -> 3.2 Gb/s when unpinned). Unless the user chose cores, the loop may run
+    // wherever it was allowed to before.
+    if (have_allowed && !std::any_of(config.eal_args.begin(), config.eal_args.end(), [](const std::string& a) {
+            return a == "-l" || a == "-c" || a == "--lcores" || a.rfind("--lcores=", 0) == 0;
+        }))
+        (void)sched_setaffinity(0, sizeof allowed, &allowed);
+
+    try {
+        // Our vdevs are found by name; devices the caller named are taken in the EAL's order.
+        const bool ours = !eal_names_devices(config.eal_args);
+        uint64_t next = 0;
+        for (size_t i = 0; i < config.ports.size(); ++i) {
+            uint16_t port = 0;
+            if (ours && !config.ports[i].iface.empty()) {
+                const std::string name = "net_af_packet" + std::to_string(i);
+                if (rte_eth_dev_get_port_by_name(name.c_str(), &port) != 0)
+                    throw std::runtime_error("DPDK did not create " + name + " on " + config.ports[i].iface);
+            } else {
+                next = rte_eth_find_next_owned_by(static_cast<uint16_t>(next), RTE_ETH_DEV_NO_OWNER);
+                if (next >= RTE_MAX_ETHPORTS)
+                    throw std::runtime_error("DPDK found " + std::to_string(i) + " port(s) for " +
+                                             std::to_string(config.ports.size()) +
+                                             " configured: check --iface or the --vdev/-a EAL arguments");
+                port = static_cast<uint16_t>(next++);
+            }
+            ports_.push_back(std::unique_ptr<DpdkPort>(new DpdkPort(
+                start_port(port, i, config.ports[i], mtus[i], std::move(wake_sockets[i]), wake_errors[i]))));
+        }
+    } catch (...) {
+        ports_.clear();
+        rte_eal_cleanup();
+        throw;
+    }
+}
+
+DpdkRuntime::~DpdkRuntime() {
+    ports_.clear();
+    rte_eal_cleanup();
 }
 
 DpdkPort::~DpdkPort() {
     Impl& m = *impl_;
     if (m.pending) rte_pktmbuf_free(m.pending);
     release_rx();
-    m.flush();
-    rte_eth_dev_stop(m.port_id);
+    if (m.started) {
+        m.flush();
+        rte_eth_dev_stop(m.port_id);
+    }
     rte_eth_dev_close(m.port_id);
     if (m.pool) rte_mempool_free(m.pool);
-    rte_eal_cleanup();
 }
 
 wire::MacAddr DpdkPort::mac() const { return impl_->mac; }

@@ -25,52 +25,97 @@ bool transport_matches(wire::Transport t, QpType type) {
 
 }  // namespace
 
-void Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) {
+std::string_view to_string(RxVerdict v) noexcept {
+    switch (v) {
+        case RxVerdict::Accepted: return "accepted";
+        case RxVerdict::NotRocev2: return "not RoCEv2";
+        case RxVerdict::BadIcrc: return "bad ICRC";
+        case RxVerdict::Malformed: return "malformed";
+        case RxVerdict::NotForUs: return "not for us (MAC or GID)";
+        case RxVerdict::UnknownQp: return "unknown QP";
+        case RxVerdict::BadPkey: return "bad P_Key";
+        case RxVerdict::WrongTransport: return "opcode of another transport";
+        case RxVerdict::BadSource: return "source GID is not the QP's peer";
+        case RxVerdict::BadState: return "QP cannot receive in its state";
+        case RxVerdict::RemoteAccessError: return "remote access error (NAKed)";
+        case RxVerdict::InvalidRequest: return "invalid request (NAKed)";
+    }
+    return "?";
+}
+
+RxResult Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) {
     now_ = std::max(now_, now_ns);
     ++counters_.rx_frames;
+    RxResult r;
     auto parsed = wire::parse_frame(frame);
     if (!parsed) {
         const wire::ParseErrc code = parsed.error().code;
-        if (wire::is_not_rocev2(code)) ++counters_.rx_not_rocev2;
-        else if (code == wire::ParseErrc::BadIcrc) ++counters_.rx_icrc_errors;
-        else ++counters_.rx_malformed;
-        return;
+        r.parse_error = code;
+        if (wire::is_not_rocev2(code)) {
+            ++counters_.rx_not_rocev2;
+            r.verdict = RxVerdict::NotRocev2;
+        } else if (code == wire::ParseErrc::BadIcrc) {
+            ++counters_.rx_icrc_errors;
+            r.verdict = RxVerdict::BadIcrc;
+        } else {
+            ++counters_.rx_malformed;
+            r.verdict = RxVerdict::Malformed;
+        }
+        return r;
     }
     const wire::RoceFrame& f = *parsed;
+    r.qpn = f.bth.dest_qp;
+    r.psn = f.bth.psn;
+    r.opcode = f.bth.opcode;
     const bool our_gid = std::find(config_.gids.begin(), config_.gids.end(), f.dst_gid) != config_.gids.end();
     if (!our_gid || f.eth.dst != config_.mac) {
         ++counters_.rx_not_for_us;
-        return;
+        r.verdict = RxVerdict::NotForUs;
+        return r;
     }
-    if (f.info->kind == wire::OpKind::Cnp) return;  // congestion control is not modelled yet
+    if (f.info->kind == wire::OpKind::Cnp) return r;  // congestion control is not modelled yet
     QueuePair* qp = find_qp(f.bth.dest_qp);
     if (!qp) {
         ++counters_.rx_unknown_qp;
-        return;
+        r.verdict = RxVerdict::UnknownQp;
+        return r;
     }
     // The QP context lookup goes through the QPC cache like everything an RNIC keeps in ICM.
     if (qpc_cache_->enabled() && !qpc_cache_->access(qp->qpn)) charge(qpc_cache_->config().miss_cost_ns);
     if ((f.bth.pkey & 0x7FFF) != 0x7FFF) {  // only the default partition exists
         ++counters_.rx_bad_pkey;
-        return;
+        r.verdict = RxVerdict::BadPkey;
+        return r;
     }
     if (!transport_matches(f.info->transport, qp->init.qp_type)) {
         ++counters_.rx_malformed;
-        return;
+        r.verdict = RxVerdict::WrongTransport;
+        return r;
     }
     // Connected QPs accept only their peer (rxe checks the source address the same way).
     if (!qp->is_ud() && f.src_gid != qp->attr.ah_attr.dgid) {
         ++counters_.rx_bad_source;
-        return;
+        r.verdict = RxVerdict::BadSource;
+        return r;
     }
     if (qp->state == QpState::Reset || qp->state == QpState::Init || qp->state == QpState::Err) {
         ++counters_.rx_bad_state;
-        return;
+        r.verdict = RxVerdict::BadState;
+        return r;
     }
-    if (f.info->is_request()) responder_->on_request(*qp, f, frame);
-    else completer_->on_response(*qp, f);
+    const uint64_t access_errors = qp->counters.remote_access_errors;
+    const uint64_t invalid_requests = qp->counters.remote_invalid_request_errors;
+    if (f.info->is_request()) {
+        responder_->on_request(*qp, f, frame);
+        // The responder counted a class B/C error of this request (it NAKed it, or dropped it on UC).
+        if (qp->counters.remote_access_errors != access_errors) r.verdict = RxVerdict::RemoteAccessError;
+        else if (qp->counters.remote_invalid_request_errors != invalid_requests) r.verdict = RxVerdict::InvalidRequest;
+    } else {
+        completer_->on_response(*qp, f);
+    }
     charge(config_.tuning.per_packet_cost_ns + memory_->take_charged_ns());
     if (responder_->has_work(*qp) || requester_->has_work(*qp)) mark_ready(*qp);
+    return r;
 }
 
 size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) {

@@ -1,4 +1,9 @@
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -8,6 +13,7 @@
 #include "options.hpp"
 #include "pcap_file.hpp"
 #include "rate_limit.hpp"
+#include "rnic/port/eal_arguments.hpp"
 #include "rnic/port/fake_port.hpp"
 #include "rnic/wire/builder.hpp"
 #include "rnic/wire/gid.hpp"
@@ -158,6 +164,30 @@ TEST_CASE("datapath: captured TX frames carry the time they were built, RX frame
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("datapath: RoCEv2 frames the engine drops are logged, rate-limited, and counted all the same", "[datapath]") {
+    // The daemon's default logger, captured: what an operator would read.
+    std::ostringstream log;
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+    auto previous = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+    port::FakePort io(kSelf.mac);
+    transport::Engine engine(engine_config());
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    // A flood: 200 frames that are RoCEv2 by address and port and fail the engine's checks.
+    for (int i = 0; i < 200; ++i) io.inject(ipv4_frame(17, 8 + 12 + 4 + 8));
+    for (int turn = 0; turn < 10; ++turn) dp.poll(1'000 + turn);
+    const std::string first = log.str();
+    const auto lines = std::count(first.begin(), first.end(), '\n');
+    CHECK(lines == 10);  // the burst, then nothing more within the same second
+    CHECK(first.find("RoCEv2 frame") != std::string::npos);
+    CHECK(engine.device_counters().rx_frames == 200);  // every frame counted, logged or not
+    // A second later the next line reports what was held back.
+    io.inject(ipv4_frame(17, 8 + 12 + 4 + 8));
+    dp.poll(2'000'000'000);
+    CHECK(log.str().find("(190 similar lines suppressed)") != std::string::npos);
+    spdlog::set_default_logger(previous);
+}
+
 TEST_CASE("idle policy: spin while busy, then sleep longer and longer, never past a deadline", "[datapath]") {
     daemon::IdlePolicy idle({.busy_poll = false, .spin_ns = 1000, .min_sleep_ns = 10, .max_sleep_ns = 40});
     CHECK(idle.after_poll(1, 100, std::nullopt) == 0);
@@ -234,10 +264,11 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     auto ok = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--pcap", "x.pcap", "--pcap-max-mb",
                                      "8", "--busy-poll", "--mac", "02:00:00:00:00:01", "--", "--vdev", "net_tap0"});
     REQUIRE(ok);
-    CHECK(ok->iface == "veth0");
-    CHECK(ok->ip.addr == 0x0A000001);
-    CHECK(ok->ip.length == 24);
-    CHECK(ok->pcap_max_mb == 8);
+    REQUIRE(ok->ports.size() == 1);
+    CHECK(ok->ports[0].iface == "veth0");
+    CHECK(ok->ports[0].ip.addr == 0x0A000001);
+    CHECK(ok->ports[0].ip.length == 24);
+    CHECK(ok->ports[0].pcap_max_mb == 8);
     CHECK(ok->busy_poll);
     CHECK(ok->eal_args == std::vector<std::string>{"--vdev", "net_tap0"});
     CHECK(ok->sched == daemon::Sched::None);  // a FIFO spinner would own its core
@@ -265,9 +296,9 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     auto named =
         daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--name", "rnic1", "--run-dir", "/tmp/r"});
     REQUIRE(named);
-    CHECK(named->name == "rnic1");
+    CHECK(named->ports[0].name == "rnic1");
     CHECK(named->run_dir == "/tmp/r");
-    CHECK(ok->name == "rnic0");
+    CHECK(ok->ports[0].name == "rnic0");
     CHECK(ok->run_dir.empty());
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--name", "a/b"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--run-dir", ""}));
@@ -275,9 +306,9 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     auto v6 = daemon::parse_options(
         {"--iface", "veth0", "--ip", "10.0.0.1/24", "--ip6", "fd77::1/64", "--ip6", "2001:db8::5/48"});
     REQUIRE(v6);
-    REQUIRE(v6->ip6.size() == 2);
-    CHECK(port::ipv6_to_string(v6->ip6[0].addr) == "fd77::1");
-    CHECK(v6->ip6[1].length == 48);
+    REQUIRE(v6->ports[0].ip6.size() == 2);
+    CHECK(port::ipv6_to_string(v6->ports[0].ip6[0].addr) == "fd77::1");
+    CHECK(v6->ports[0].ip6[1].length == 48);
     for (const char* bad : {"fd77::1", "ff02::1/64", "fd77::1/129", "10.0.0.1/24"})
         CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--ip6", bad}));
     std::vector<std::string> many{"--iface", "veth0", "--ip", "10.0.0.1/24"};
@@ -288,6 +319,88 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK_FALSE(daemon::parse_options(many));
     many.resize(many.size() - 2);
     CHECK(daemon::parse_options(many));
+}
+
+TEST_CASE("options: several ports, each --iface starting one, each a device of its own", "[datapath]") {
+    auto two = daemon::parse_options({"--ip", "10.0.0.1/24", "--iface", "veth0", "--pcap", "a.pcap", "--iface", "veth1",
+                                      "--ip", "10.0.1.1/24", "--ip6", "fd01::1/64", "--name", "east", "--busy-poll"});
+    REQUIRE(two);
+    REQUIRE(two->ports.size() == 2);
+    CHECK(two->ports[0].iface == "veth0");  // options before the first --iface are the first port's
+    CHECK(two->ports[0].ip.addr == 0x0A000001);
+    CHECK(two->ports[0].pcap == "a.pcap");
+    CHECK(two->ports[0].ip6.empty());
+    CHECK(two->ports[0].name == "rnic0");
+    CHECK(two->ports[1].iface == "veth1");
+    CHECK(two->ports[1].ip.addr == 0x0A000101);
+    CHECK(two->ports[1].ip6.size() == 1);
+    CHECK(two->ports[1].name == "east");
+    CHECK(two->ports[1].pcap.empty());
+    CHECK(two->busy_poll);  // global options apply to the loop, wherever they stand
+    // Default names follow the port index.
+    auto three = daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--iface", "b", "--ip", "10.0.1.1/24",
+                                        "--iface", "c", "--ip", "10.0.2.1/24"});
+    REQUIRE(three);
+    CHECK(three->ports[2].name == "rnic2");
+    // Devices named by the EAL arguments: --port starts each port.
+    auto pci = daemon::parse_options(
+        {"--port", "--ip", "10.0.0.1/24", "--port", "--ip", "10.0.1.1/24", "--", "-a", "0000:03:00.0", "-a", "0000:03:00.1"});
+    REQUIRE(pci);
+    CHECK(pci->ports.size() == 2);
+    CHECK(pci->ports[1].iface.empty());
+    // Each port needs its own address; names, interfaces and capture files must differ.
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--iface", "b"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--ip", "10.0.0.2/24"}));
+    CHECK_FALSE(daemon::parse_options(
+        {"--iface", "a", "--ip", "10.0.0.1/24", "--name", "x", "--iface", "b", "--ip", "10.0.1.1/24", "--name", "x"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--iface", "a", "--ip", "10.0.1.1/24"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--pcap", "x", "--iface", "b", "--ip",
+                                       "10.0.1.1/24", "--pcap", "x"}));
+    CHECK_FALSE(daemon::parse_options({"--port", "--ip", "10.0.0.1/24"}));  // no device named anywhere
+    CHECK_FALSE(daemon::parse_options({"--iface", "", "--ip", "10.0.0.1/24"}));
+}
+
+TEST_CASE("EAL arguments: measured defaults, a vdev per port, the caller's arguments win", "[datapath]") {
+    auto on = [](const char* iface) {
+        port::DpdkPortConfig p;
+        p.iface = iface;
+        return p;
+    };
+    port::DpdkConfig one;
+    one.ports.push_back(on("veth0"));
+    const auto a = port::eal_arguments(one, {9000});
+    const std::vector<std::string> want{"rnicd", "-l", "0", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
+                                        "-m", "128", "--log-level=notice", "--vdev",
+                                        "net_af_packet0,iface=veth0,framecnt=4096,blocksz=8192,framesz=8192"};
+    CHECK(a == want);
+    port::DpdkConfig two;
+    two.ports.push_back(on("veth0"));
+    two.ports.push_back(on("veth1"));
+    const auto b = port::eal_arguments(two, {1500, 1500});
+    CHECK(std::count(b.begin(), b.end(), "--vdev") == 2);
+    CHECK(std::find(b.begin(), b.end(), "net_af_packet1,iface=veth1,framecnt=4096") != b.end());
+    CHECK(std::find(b.begin(), b.end(), "256") != b.end());  // -m grows with the ports
+    // Devices named by the caller: no vdev of ours, and their flags replace the defaults.
+    port::DpdkConfig pci;
+    pci.ports.push_back({});
+    pci.eal_args = {"-l", "2", "-a", "0000:03:00.0", "-m", "512"};
+    const auto c = port::eal_arguments(pci, {1500});
+    CHECK(std::count(c.begin(), c.end(), "--vdev") == 0);
+    CHECK(std::count(c.begin(), c.end(), "-l") == 1);
+    CHECK(std::find(c.begin(), c.end(), "--no-pci") == c.end());
+    CHECK(std::find(c.begin(), c.end(), "128") == c.end());
+    CHECK(port::eal_names_devices({"--vdev=net_tap0"}));
+    CHECK_FALSE(port::eal_names_devices({"--no-huge"}));
+    // Ring frames: the PMD default up to MTU 1500, then powers of two holding the largest RoCE frame.
+    CHECK(port::af_packet_frame_size(1500) == 0);
+    CHECK(port::af_packet_frame_size(9000) == 8192);
+    CHECK(port::af_packet_frame_size(4200) == 8192);
+    CHECK(port::af_packet_frame_size(3000) == 4096);
+    // The pool holds every descriptor, a burst each way and the cache, as 2^n - 1.
+    port::DpdkPortConfig pc;
+    CHECK(port::mbuf_pool_size(pc) == 4095);
+    pc.rx_descriptors = 4096;
+    CHECK(port::mbuf_pool_size(pc) == 8191);
 }
 
 TEST_CASE("datapath: frames for our own MAC loop back into the engine, never onto the port", "[datapath]") {

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -99,15 +100,19 @@ bool HostService::Impl::begin_nap() {
 
 void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_order_relaxed); }
 
-NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
+void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
-    woken = kicked = wake_fired = nap_done = false;
+    woken = kicked = wake_fired = false;
     arm_kick();
     if (wake_on_rx) arm_wake();
-    // The timer is reprogrammed only when this nap must end earlier than the armed expiry: a busy
-    // loop naps thousands of times a second, mostly ended by a frame or a kick, and setting and
-    // cancelling a timerfd around each nap would put two syscalls (VM exits here) on the path of
-    // every wake-up. An armed expiry earlier than needed ends the nap early: one idle turn.
+}
+
+// The timer is reprogrammed only when this nap must end earlier than the armed expiry: a busy
+// loop naps thousands of times a second, mostly ended by a frame or a kick, and setting and
+// cancelling a timerfd around each nap would put two syscalls (VM exits here) on the path of
+// every wake-up. An armed expiry earlier than needed ends the nap early: one idle turn.
+void HostService::Impl::arm_nap_timer(uint64_t max_ns) {
+    nap_done = false;
     const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(max_ns);
     if (!nap_timer_armed || end < nap_timer.expiry()) {
         const uint64_t generation = ++nap_generation;
@@ -119,16 +124,41 @@ NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
             nap_done = true;
         });
     }
-    // One handler at a time: the timer firing between naps ends no nap (nap_done is reset above
-    // and the timer armed again); a control message, a kick or a frame ends this one.
-    while (!woken && !wake_fired && !nap_done) io.run_one();
+}
+
+NapEnd HostService::Impl::end_nap() {
     status->sleeping.store(0, std::memory_order_relaxed);
     // A kick that races our waking is not read here: the armed kick wait reads it (a spurious
     // wake at worst), which keeps a syscall off every wake-up.
     if (kicked) return NapEnd::Kick;
     if (wake_fired) return NapEnd::Wake;
-    if (nap_done) return NapEnd::Timer;
-    return NapEnd::Control;
+    if (woken) return NapEnd::Control;
+    return NapEnd::Timer;
+}
+
+NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
+    Impl* self = this;
+    return nap_all(std::span<Impl* const>(&self, 1), max_ns, wake_on_rx);
+}
+
+NapEnd HostService::Impl::nap_all(std::span<Impl* const> all, uint64_t max_ns, bool wake_on_rx) {
+    for (Impl* m : all) m->arm_nap(wake_on_rx);
+    Impl& timer_owner = *all.front();
+    timer_owner.arm_nap_timer(max_ns);
+    // One handler at a time: the timer firing between naps ends no nap (nap_done is reset above
+    // and the timer armed again); a control message, a kick or a frame of any service ends this one.
+    auto any_woken = [&] {
+        return std::any_of(all.begin(), all.end(), [](const Impl* m) { return m->woken || m->wake_fired; });
+    };
+    while (!any_woken() && !timer_owner.nap_done) timer_owner.io.run_one();
+    NapEnd why = NapEnd::Timer;
+    for (Impl* m : all) {
+        const NapEnd e = m->end_nap();
+        if (e == NapEnd::Timer) continue;
+        // The most telling reason: a kick, then a frame, then a control message.
+        if (why == NapEnd::Timer || static_cast<int>(e) < static_cast<int>(why)) why = e;
+    }
+    return why;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -178,6 +208,12 @@ void HostService::cancel_nap() {
 }
 NapEnd HostService::nap(uint64_t max_ns, bool wake_on_rx) {
     return impl_->nap(max_ns, wake_on_rx);
+}
+NapEnd HostService::nap_all(std::span<HostService* const> services, uint64_t max_ns, bool wake_on_rx) {
+    std::vector<Impl*> impls;
+    impls.reserve(services.size());
+    for (HostService* s : services) impls.push_back(s->impl_.get());
+    return Impl::nap_all(impls, max_ns, wake_on_rx);
 }
 NapEnd HostService::sleep(uint64_t max_ns) {
     return impl_->begin_nap() ? impl_->nap(max_ns, true) : NapEnd::Skipped;

@@ -1,39 +1,19 @@
-// The DPDK port: EAL initialization, one ethdev with one RX and one TX queue, an mbuf pool
-// sized from the configuration, frames built straight into mbufs. No rte_*.h here: everything
-// DPDK is behind the pimpl in dpdk_port.cpp.
+// The DPDK ports: the EAL, initialized once for all of them, and per port one ethdev with one RX
+// and one TX queue, an mbuf pool sized from the configuration, frames built straight into mbufs.
+// No rte_*.h here: everything DPDK is behind the pimpls in dpdk_port.cpp.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "rnic/port/eal_arguments.hpp"
 #include "rnic/port/port_io.hpp"
 
 namespace rnic::port {
 
-struct DpdkPortConfig {
-    std::string iface;                  // af_packet on this interface unless eal_args name a device
-    std::vector<std::string> eal_args;  // passed through (after `--` on rnicd's command line)
-    std::optional<wire::MacAddr> mac;   // else the device's; another MAC turns on promiscuous mode
-    uint16_t rx_descriptors = 1024;
-    uint16_t tx_descriptors = 1024;
-    uint16_t burst = 32;
-    // RX wake-ups (PortIo::rx_wait_fd): the driver's RX interrupt when it has one, else a wake
-    // socket on `iface` (af_packet) accepting what the daemon at `ipv4` (host order) serves, else
-    // the AF_XDP socket itself (af_xdp). Off: the loop naps on a timer.
-    bool rx_wakeups = true;
-    uint32_t ipv4 = 0;
-};
-
-// The EAL arguments rnicd uses: the flags measured to work on machines without hugepages or
-// DPDK NICs, plus a vdev for `iface`, minus whatever the caller's extra arguments override.
-std::vector<std::string> eal_arguments(const DpdkPortConfig& config, unsigned iface_mtu);
-
 class DpdkPort final : public PortIo {
 public:
-    // Initializes the EAL (once per process) and starts the port. Throws std::runtime_error
-    // with a message fit for the user when anything in the set-up fails.
-    explicit DpdkPort(const DpdkPortConfig& config);
     ~DpdkPort() override;
     DpdkPort(const DpdkPort&) = delete;
     DpdkPort& operator=(const DpdkPort&) = delete;
@@ -54,9 +34,29 @@ public:
     // 10000), else as the PMD reports it; 0 when neither knows.
     unsigned link_speed_mbps() const;
 
-private:
     struct Impl;
+
+private:
+    friend class DpdkRuntime;
+    explicit DpdkPort(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
+};
+
+// The EAL and every port of the configuration, started in order. One per process: DPDK's EAL
+// initializes once. Throws std::runtime_error with a message fit for the user when anything in
+// the set-up fails; the destructor stops the ports and cleans the EAL up.
+class DpdkRuntime {
+public:
+    explicit DpdkRuntime(const DpdkConfig& config);
+    ~DpdkRuntime();
+    DpdkRuntime(const DpdkRuntime&) = delete;
+    DpdkRuntime& operator=(const DpdkRuntime&) = delete;
+
+    size_t size() const noexcept { return ports_.size(); }
+    DpdkPort& port(size_t i) { return *ports_.at(i); }
+
+private:
+    std::vector<std::unique_ptr<DpdkPort>> ports_;
 };
 
 }  // namespace rnic::port

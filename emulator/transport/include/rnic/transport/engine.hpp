@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "rnic/transport/completion_queue.hpp"
@@ -20,6 +21,7 @@
 #include "rnic/wire/expected.hpp"
 #include "rnic/wire/gid.hpp"
 #include "rnic/wire/headers.hpp"
+#include "rnic/wire/parse_error.hpp"
 
 namespace rnic::mem {
 class MemoryTable;
@@ -62,6 +64,33 @@ public:
 template <class T>
 using Result = wire::Expected<T, int>;  // errno on failure, as rdma-core returns
 
+// What receive() did with a frame. Accepted covers everything the protocol itself handles
+// (duplicates, out-of-sequence packets and RNR NAKs included); the rest are drops, each with its
+// counter, and two protocol errors the responder answered with a NAK (IBA 9.9.3 classes B/C).
+enum class RxVerdict : uint8_t {
+    Accepted,
+    NotRocev2,          // not UDP 4791 at all
+    BadIcrc,
+    Malformed,          // fails a parse rule other than the ICRC (parse_error says which)
+    NotForUs,           // another MAC or a GID not in our table
+    UnknownQp,
+    BadPkey,
+    WrongTransport,     // an RC opcode for a UD QP and the like
+    BadSource,          // a connected QP's packet from another GID than its peer's
+    BadState,           // the QP cannot receive (RESET, INIT, ERR)
+    RemoteAccessError,  // NAKed: rkey, bounds or access rights (C9-50 ...)
+    InvalidRequest,     // NAKed: an operation the QP does not allow, a bad length
+};
+std::string_view to_string(RxVerdict v) noexcept;
+
+struct RxResult {
+    RxVerdict verdict = RxVerdict::Accepted;
+    wire::ParseErrc parse_error{};  // for BadIcrc and Malformed
+    uint32_t qpn = 0;               // destination QP, once the BTH was read
+    uint32_t psn = 0;
+    uint8_t opcode = 0;
+};
+
 class Engine {
 public:
     explicit Engine(EngineConfig config);
@@ -102,7 +131,8 @@ public:
     bool poll_async_event(AsyncEvent& event);
 
     // ---- the wire ----
-    void receive(std::span<const uint8_t> frame, uint64_t now_ns);
+    // What became of the frame: Accepted, or why it was dropped (every drop is also counted).
+    RxResult receive(std::span<const uint8_t> frame, uint64_t now_ns);
     size_t transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames);
     std::optional<uint64_t> next_deadline() const;
     void advance(uint64_t now_ns);  // fire timers due by now

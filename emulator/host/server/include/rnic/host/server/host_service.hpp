@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ public:
     void cancel_nap();
     // `wake_on_rx` false: the port's wake fd does not end this nap (a timed nap inside a stream).
     NapEnd nap(uint64_t max_ns, bool wake_on_rx = true);
+    // One nap for several services on the same io_context (rnicd with several ports, a device
+    // each): ends when any of them is woken or after `max_ns`. begin_nap() must have returned
+    // true for each. Returns the most telling reason over all: a kick, a frame, a control message.
+    static NapEnd nap_all(std::span<HostService* const> services, uint64_t max_ns, bool wake_on_rx = true);
     // begin_nap() and nap() without a last look.
     NapEnd sleep(uint64_t max_ns);
 
