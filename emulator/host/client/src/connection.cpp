@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -129,10 +130,33 @@ int Connection::say_hello() {
     return 0;
 }
 
+namespace {
+
+// Bumped in the child of every fork (pthread_atfork): a child has the parent's memory, the
+// watchdog_watching_ flag included, but not its threads.
+std::atomic<uint64_t> fork_generation{0};
+
+void note_fork_generation() {
+    static const bool registered = [] {
+        return pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1, std::memory_order_relaxed); }) == 0;
+    }();
+    (void)registered;
+}
+
+}  // namespace
+
+bool Connection::needs_probe() const noexcept {
+    return !watchdog_watching_.load(std::memory_order_relaxed) ||
+           fork_generation.load(std::memory_order_relaxed) != watchdog_fork_generation_;
+}
+
 int Connection::start_watchdog() {
     watchdog_stop_ = eventfd(0, EFD_CLOEXEC);
     if (watchdog_stop_ < 0) return errno;
     owner_pid_ = getpid();
+    note_fork_generation();
+    watchdog_fork_generation_ = fork_generation.load(std::memory_order_relaxed);
+    watchdog_watching_.store(true, std::memory_order_relaxed);
     // No POLLIN: replies and events on the socket are not the watchdog's business, only the
     // hang-up (POLLHUP/POLLRDHUP/POLLERR are reported whatever the mask).
     watchdog_ = std::thread([this] {
@@ -140,6 +164,7 @@ int Connection::start_watchdog() {
         for (;;) {
             if (poll(p, 2, -1) < 0) {
                 if (errno == EINTR) continue;
+                watchdog_watching_.store(false, std::memory_order_relaxed);  // the data path probes again
                 return;
             }
             if (p[1].revents != 0) return;

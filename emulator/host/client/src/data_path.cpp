@@ -147,6 +147,9 @@ int Connection::poll_cq(Cq* cq, int n, abi::Cqe* out) noexcept {
 
     if (!dead()) {
         if (got != 0) return static_cast<int>(got);
+        // The watchdog marks the connection dead the moment the daemon hangs up; only without it
+        // (a forked child) does an empty poll look for itself, rate-limited.
+        if (!needs_probe()) return 0;
         const uint64_t now = coarse_now_ns();
         if (++cq->empty_polls < kProbeEveryEmptyPolls && now - cq->last_probe_ns < kProbeEveryNs) return 0;
         cq->empty_polls = 0;

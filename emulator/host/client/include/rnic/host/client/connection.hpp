@@ -118,6 +118,8 @@ private:
     void mark_dead() noexcept;
     // Non-blocking check for a hung-up socket; rate-limited by the callers on the data path.
     bool probe_dead() noexcept;
+    // Whether the data path must probe for itself: the watchdog is not watching in this process.
+    bool needs_probe() const noexcept;
     void ring_doorbell() noexcept;
     int post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool all_or_nothing) noexcept;
     uint32_t ah_handle(const Ah* ah) const noexcept;
@@ -146,6 +148,10 @@ private:
     std::thread watchdog_;
     int watchdog_stop_ = -1;  // eventfd: the destructor ends the watchdog
     pid_t owner_pid_ = 0;     // a forked child has our memory but not the watchdog thread
+    // The watchdog is watching in this process (not after a fork, not after its poll failed):
+    // then a dead daemon is noticed without the data path's rate-limited poll() probes.
+    std::atomic<bool> watchdog_watching_{false};
+    uint64_t watchdog_fork_generation_ = 0;
     std::mutex verbs_lock_;  // control verbs, one at a time (held across their calls)
     std::mutex call_lock_;   // one request/reply at a time on the socket
     uint32_t seq_ = 0;
