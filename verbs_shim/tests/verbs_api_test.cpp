@@ -742,7 +742,7 @@ TEST_CASE("completion channels: notify, event with the CQ's context, ack, destro
     CHECK(ibv_destroy_comp_channel(ch) == 0);
 }
 
-TEST_CASE("UD: the GRH in front of the payload and a reply AH from the completion", "[api]") {
+TEST_CASE("UD: the GRH in front of the payload and a reply through the AH from the completion", "[api]") {
     Device d;
     Pair p(d, IBV_QPT_UD);
     Buffer buf(d.pd, 8192);
@@ -788,6 +788,36 @@ TEST_CASE("UD: the GRH in front of the payload and a reply AH from the completio
         ibv_create_ah_from_wc(d.pd, const_cast<ibv_wc*>(recv), reinterpret_cast<ibv_grh*>(buf.bytes.data() + 4096), 1);
     REQUIRE(reply != nullptr);
 
+    // B answers through that AH to the QPN the completion named, as a UD server does; A's
+    // receive must hold the answer and name B as its source.
+    const uint32_t answer = 300;
+    for (uint32_t i = 0; i < answer; ++i) buf.bytes[1024 + i] = static_cast<uint8_t>(0xc3 - i);
+    post_recv(p.a, buf, 6144, 40 + answer, 6);
+    ibv_sge answer_sge{buf.addr(1024), answer, buf.mr->lkey};
+    ibv_send_wr answer_wr{};
+    answer_wr.wr_id = 7;
+    answer_wr.sg_list = &answer_sge;
+    answer_wr.num_sge = 1;
+    answer_wr.opcode = IBV_WR_SEND;
+    answer_wr.send_flags = IBV_SEND_SIGNALED;
+    answer_wr.wr.ud.ah = reply;
+    answer_wr.wr.ud.remote_qpn = recv->src_qp;
+    answer_wr.wr.ud.remote_qkey = 0x11111111;
+    REQUIRE(ibv_post_send(p.b, &answer_wr, &bad) == 0);
+    const auto answered = wait_for(p.cq, 2);
+    REQUIRE(answered.size() == 2);
+    const ibv_wc& sent = answered[0].wr_id == 7 ? answered[0] : answered[1];
+    const ibv_wc& got = answered[0].wr_id == 6 ? answered[0] : answered[1];
+    CHECK(sent.wr_id == 7);
+    CHECK(sent.status == IBV_WC_SUCCESS);
+    CHECK(got.wr_id == 6);
+    CHECK(got.status == IBV_WC_SUCCESS);
+    CHECK(got.opcode == IBV_WC_RECV);
+    CHECK(got.qp_num == p.a->qp_num);
+    CHECK(got.src_qp == p.b->qp_num);
+    CHECK(got.byte_len == 40 + answer);
+    CHECK((got.wc_flags & IBV_WC_GRH) != 0);
+    CHECK(std::memcmp(buf.bytes.data() + 6144 + 40, buf.bytes.data() + 1024, answer) == 0);
     ibv_wc no_grh = *recv;
     no_grh.wc_flags = 0;
     CHECK(ibv_init_ah_from_wc(d.ctx, 1, &no_grh, nullptr, &back) == -1);
