@@ -168,6 +168,28 @@ struct Pair {
     }
 };
 
+// One signaled RDMA WRITE or READ of `sge` against [remote, remote + sge.length) under `rkey`,
+// posted on `qp` and waited for: its completion (status IBV_WC_GENERAL_ERR if none came).
+ibv_wc rdma(ibv_qp* qp, ibv_cq* cq, ibv_wr_opcode opcode, ibv_sge sge, uint64_t remote, uint32_t rkey, uint64_t wr_id) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = opcode;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey = rkey;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+    const auto wc = wait_for(cq, 1);
+    if (wc.empty()) {
+        ibv_wc none{};
+        none.status = IBV_WC_GENERAL_ERR;
+        return none;
+    }
+    return wc[0];
+}
+
 void post_recv(ibv_qp* qp, Buffer& buf, size_t offset, uint32_t length, uint64_t wr_id) {
     ibv_sge sge{buf.addr(offset), length, buf.mr->lkey};
     ibv_recv_wr wr{};
@@ -451,6 +473,117 @@ TEST_CASE("RC through ibv_post_send: WRITE, WRITE_WITH_IMM, SEND, READ and both 
     CHECK(bad == &chain[64]);  // 64 slots granted
 }
 
+TEST_CASE("MRs named by an iova other than their address: WRITE, READ, atomics, bounds", "[api]") {
+    Device d;
+    // Three pages and a bit at malloc's in-page offset: accesses cross MTT pages.
+    constexpr size_t kLen = 3 * 4096 + 100;
+    std::vector<uint8_t> local(kLen), remote(kLen, 0);
+    for (size_t i = 0; i < kLen; ++i) local[i] = static_cast<uint8_t>(i * 13 + 5);
+    const auto local_addr = reinterpret_cast<uintptr_t>(local.data());
+    const auto remote_addr = reinterpret_cast<uintptr_t>(remote.data());
+    const int access =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+    // Linux's uverbs, under every rdma-core provider, refuses an iova whose offset in its page
+    // differs from the buffer's (EINVAL): a program relying on it would fail on real devices.
+    const uint64_t remote_iova = remote_addr + 0x10000000;
+    errno = 0;
+    CHECK(ibv_reg_mr_iova2(d.pd, remote.data(), kLen, remote_iova + 0x123, static_cast<unsigned>(access)) == nullptr);
+    CHECK(errno == EINVAL);
+
+    ibv_mr* rmr = ibv_reg_mr_iova2(d.pd, remote.data(), kLen, remote_iova, static_cast<unsigned>(access));
+    REQUIRE(rmr != nullptr);
+    CHECK(rmr->addr == remote.data());  // rdma-core keeps the address here, not the iova
+    CHECK(rmr->length == kLen);
+    // The local MR through ibv_reg_mr_iova itself: the parentheses keep verbs.h's macro from
+    // routing the call to ibv_reg_mr_iova2.
+    const uint64_t local_iova = 0x5000'0000'0000 + (local_addr & 4095);
+    ibv_mr* lmr = (ibv_reg_mr_iova)(d.pd, local.data(), kLen, local_iova, access);
+    REQUIRE(lmr != nullptr);
+    CHECK(lmr->addr == local.data());
+
+    {
+        Pair p(d, IBV_QPT_RC);
+        // WRITE from local iova + 50 to remote iova + 100: both SGE and RETH name iovas.
+        const uint32_t n = kLen - 200;
+        ibv_wc wc =
+            rdma(p.a, p.cq, IBV_WR_RDMA_WRITE, {local_iova + 50, n, lmr->lkey}, remote_iova + 100, rmr->rkey, 1);
+        CHECK(wc.status == IBV_WC_SUCCESS);
+        CHECK(wc.opcode == IBV_WC_RDMA_WRITE);
+        CHECK(std::memcmp(remote.data() + 100, local.data() + 50, n) == 0);
+        CHECK(std::all_of(remote.begin(), remote.begin() + 100, [](uint8_t b) { return b == 0; }));
+        CHECK(std::all_of(remote.begin() + 100 + n, remote.end(), [](uint8_t b) { return b == 0; }));
+
+        // READ 5000 bytes from remote iova + 4000 into local iova + 7000.
+        for (size_t i = 0; i < kLen; ++i) remote[i] = static_cast<uint8_t>(i * 7 + 3);
+        std::vector<uint8_t> before = local;
+        wc = rdma(p.a, p.cq, IBV_WR_RDMA_READ, {local_iova + 7000, 5000, lmr->lkey}, remote_iova + 4000, rmr->rkey, 2);
+        CHECK(wc.status == IBV_WC_SUCCESS);
+        CHECK(wc.opcode == IBV_WC_RDMA_READ);
+        CHECK(std::memcmp(local.data() + 7000, remote.data() + 4000, 5000) == 0);
+        CHECK(std::memcmp(local.data(), before.data(), 7000) == 0);
+        CHECK(std::memcmp(local.data() + 12000, before.data() + 12000, kLen - 12000) == 0);
+
+        // Fetch-and-add on an 8-byte word named by its iova (same offset in the page as the
+        // address, so the word is aligned for the host too).
+        const uint64_t word_iova = (remote_iova + 8192) & ~uint64_t{7};
+        const size_t word_at = word_iova - remote_iova;
+        uint64_t word = 1000;
+        std::memcpy(remote.data() + word_at, &word, 8);
+        ibv_sge sge{local_iova + 64, 8, lmr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = 3;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.atomic.remote_addr = word_iova;
+        wr.wr.atomic.rkey = rmr->rkey;
+        wr.wr.atomic.compare_add = 24;
+        ibv_send_wr* bad = nullptr;
+        REQUIRE(ibv_post_send(p.a, &wr, &bad) == 0);
+        const auto wcs = wait_for(p.cq, 1);
+        REQUIRE(wcs.size() == 1);
+        CHECK(wcs[0].status == IBV_WC_SUCCESS);
+        std::memcpy(&word, remote.data() + word_at, 8);
+        CHECK(word == 1024);
+        std::memcpy(&word, local.data() + 64, 8);
+        CHECK(word == 1000);
+    }
+
+    // Outside [iova, iova + length) is a remote access error, and an error moves both QPs of a
+    // pair to the error state, so each case gets its own pair.
+    const std::vector<uint8_t> snapshot = remote;
+    {
+        Pair p(d, IBV_QPT_RC);  // 16 bytes from 8 before the end: straddles it
+        const ibv_wc wc =
+            rdma(p.a, p.cq, IBV_WR_RDMA_WRITE, {local_iova, 16, lmr->lkey}, remote_iova + kLen - 8, rmr->rkey, 4);
+        CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
+        CHECK(wc.wr_id == 4);
+        CHECK(remote == snapshot);  // not even the in-bounds half landed
+    }
+    {
+        Pair p(d, IBV_QPT_RC);  // the buffer's address is below its iova: not inside the MR
+        const ibv_wc wc = rdma(p.a, p.cq, IBV_WR_RDMA_READ, {local_iova, 64, lmr->lkey}, remote_addr, rmr->rkey, 5);
+        CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
+    }
+    {
+        Pair p(d, IBV_QPT_RC);  // one byte past the end
+        const ibv_wc wc =
+            rdma(p.a, p.cq, IBV_WR_RDMA_READ, {local_iova, 1, lmr->lkey}, remote_iova + kLen, rmr->rkey, 6);
+        CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
+    }
+    {
+        // Local SGEs are in the lkey's iova space too: the buffer's address is outside it.
+        Pair p(d, IBV_QPT_RC);
+        const ibv_wc wc = rdma(p.a, p.cq, IBV_WR_RDMA_WRITE, {local_addr, 64, lmr->lkey}, remote_iova, rmr->rkey, 7);
+        CHECK(wc.status == IBV_WC_LOC_PROT_ERR);
+        CHECK(remote == snapshot);
+    }
+    CHECK(ibv_dereg_mr(lmr) == 0);
+    CHECK(ibv_dereg_mr(rmr) == 0);
+}
+
 TEST_CASE("the work-request API (ibv_wr_*) and extended CQ polling", "[api]") {
     Device d;
     const uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
@@ -609,7 +742,7 @@ TEST_CASE("completion channels: notify, event with the CQ's context, ack, destro
     CHECK(ibv_destroy_comp_channel(ch) == 0);
 }
 
-TEST_CASE("UD: the GRH in front of the payload and a reply AH from the completion", "[api]") {
+TEST_CASE("UD: the GRH in front of the payload and a reply through the AH from the completion", "[api]") {
     Device d;
     Pair p(d, IBV_QPT_UD);
     Buffer buf(d.pd, 8192);
@@ -654,6 +787,37 @@ TEST_CASE("UD: the GRH in front of the payload and a reply AH from the completio
     ibv_ah* reply =
         ibv_create_ah_from_wc(d.pd, const_cast<ibv_wc*>(recv), reinterpret_cast<ibv_grh*>(buf.bytes.data() + 4096), 1);
     REQUIRE(reply != nullptr);
+
+    // B answers through that AH to the QPN the completion named, as a UD server does; A's
+    // receive must hold the answer and name B as its source.
+    const uint32_t answer = 300;
+    for (uint32_t i = 0; i < answer; ++i) buf.bytes[1024 + i] = static_cast<uint8_t>(0xc3 - i);
+    post_recv(p.a, buf, 6144, 40 + answer, 6);
+    ibv_sge answer_sge{buf.addr(1024), answer, buf.mr->lkey};
+    ibv_send_wr answer_wr{};
+    answer_wr.wr_id = 7;
+    answer_wr.sg_list = &answer_sge;
+    answer_wr.num_sge = 1;
+    answer_wr.opcode = IBV_WR_SEND;
+    answer_wr.send_flags = IBV_SEND_SIGNALED;
+    answer_wr.wr.ud.ah = reply;
+    answer_wr.wr.ud.remote_qpn = recv->src_qp;
+    answer_wr.wr.ud.remote_qkey = 0x11111111;
+    REQUIRE(ibv_post_send(p.b, &answer_wr, &bad) == 0);
+    const auto answered = wait_for(p.cq, 2);
+    REQUIRE(answered.size() == 2);
+    const ibv_wc& sent = answered[0].wr_id == 7 ? answered[0] : answered[1];
+    const ibv_wc& got = answered[0].wr_id == 6 ? answered[0] : answered[1];
+    CHECK(sent.wr_id == 7);
+    CHECK(sent.status == IBV_WC_SUCCESS);
+    CHECK(got.wr_id == 6);
+    CHECK(got.status == IBV_WC_SUCCESS);
+    CHECK(got.opcode == IBV_WC_RECV);
+    CHECK(got.qp_num == p.a->qp_num);
+    CHECK(got.src_qp == p.b->qp_num);
+    CHECK(got.byte_len == 40 + answer);
+    CHECK((got.wc_flags & IBV_WC_GRH) != 0);
+    CHECK(std::memcmp(buf.bytes.data() + 6144 + 40, buf.bytes.data() + 1024, answer) == 0);
     ibv_wc no_grh = *recv;
     no_grh.wc_flags = 0;
     CHECK(ibv_init_ah_from_wc(d.ctx, 1, &no_grh, nullptr, &back) == -1);

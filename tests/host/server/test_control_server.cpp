@@ -260,6 +260,33 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     CHECK(after["counters"]["host_sessions_closed"] == 1);
 }
 
+TEST_CASE("RegMr: any iova at the buffer's offset in its page, EINVAL for another offset (as uverbs)") {
+    Rig rig;
+    RawClient c(rig.host->socket_path());
+    REQUIRE(rig.hello(c).header.status == 0);
+    const uint32_t pd = alloc_pd(rig, c);
+    SharedBuffer buf(2 * 4096);
+    REQUIRE(rig.call(c, Op::ShareSegment, abi::ShareSegmentRequest{1, 0, buf.size}, {buf.fd}).header.status == 0);
+    struct {
+        abi::RegMrRequest req;
+        abi::SegmentRun run;
+    } mr{};
+    const uint64_t addr = reinterpret_cast<uint64_t>(buf.data) + 100;
+    mr.req = {pd, 1, addr, 5000, 0x7000'0000'0000 + 100, 100, 1};
+    mr.run = {1, 0, 0, 8192};
+    CHECK(rig.call(c, Op::RegMr, mr).header.status == 0);
+    mr.req.iova = 0x7000'0000'0000 + 101;
+    Reply r = rig.call(c, Op::RegMr, mr);
+    CHECK(r.header.status == EINVAL);
+    CHECK(r.body.empty());
+    // A refused registration is an answer, not a protocol error: the session goes on.
+    mr.req.iova = addr;
+    CHECK(rig.call(c, Op::RegMr, mr).header.status == 0);
+    const auto stats = nlohmann::json::parse(rig.host->stats_json());
+    REQUIRE(stats["sessions"].size() == 1);
+    CHECK(stats["sessions"][0]["mrs"] == 2);
+}
+
 TEST_CASE("Stats is JSON in rnicctl's schema, SetLogLevel takes spdlog's names only") {
     Rig rig;
     RawClient c(rig.host->socket_path());

@@ -631,6 +631,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             }
             if (!owns_pd(req.pd) || req.length == 0 || req.page_offset >= kPageSize || req.run_count == 0)
                 return fail(EINVAL);
+            // The engine could name the buffer by any iova, but Linux's uverbs refuses one whose
+            // offset in its page differs from the buffer's, on every device: a program doing it
+            // must fail here as it would on a real RNIC.
+            if ((req.iova & (kPageSize - 1)) != req.page_offset) return fail(EINVAL);
             const uint64_t pages_needed = (uint64_t{req.page_offset} + req.length + kPageSize - 1) / kPageSize;
             std::vector<uintptr_t> pages;
             HostMr mr;

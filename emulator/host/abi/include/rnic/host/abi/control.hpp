@@ -228,9 +228,9 @@ struct SegmentRun {
 struct RegMrRequest {
     uint32_t pd;
     uint32_t access;    // enum ibv_access_flags
-    uint64_t addr;      // the client's virtual address of the buffer (also its iova)
+    uint64_t addr;      // the client's virtual address of the buffer
     uint64_t length;
-    uint64_t iova;
+    uint64_t iova;      // what keys' users name it by (ibv_reg_mr: addr); same offset in its page
     uint32_t page_offset;  // addr's offset in its first page
     uint32_t run_count;    // SegmentRun entries following this struct
 };
