@@ -86,6 +86,15 @@ try:
         check(re.search(rf"^\s*{re.escape(lib)} => {re.escape(os.path.join(libdir, lib))} ", r.stdout, re.M)
               is not None, f"ldd ib_write_bw under the installed rnic-run: {lib} from lib/rnic")
 
+    # Through a symlink elsewhere (/usr/local/bin/rnic-run -> <prefix>/bin/rnic-run), rnic-run still
+    # finds the libraries next to its real location.
+    link = os.path.join(prefix, "elsewhere", "rnic-run")
+    os.makedirs(os.path.dirname(link))
+    os.symlink(rnic_run, link)
+    r = run([link, "ldd", "/usr/bin/ib_write_bw"], timeout=30)
+    check(re.search(rf"^\s*libibverbs\.so\.1 => {re.escape(os.path.join(libdir, 'libibverbs.so.1'))} ", r.stdout, re.M)
+          is not None, "rnic-run through a symlink in another directory: libibverbs.so.1 from lib/rnic")
+
     # The installed daemon on a test bed, the installed rnic-run in front of Debian's tools.
     r = run([testbed, "up", "--daemons", "a", "--rnicd", os.path.join(prefix, "bin", "rnicd")], timeout=60,
             env=bed_env)
