@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <optional>
 
@@ -38,8 +39,11 @@ public:
 
     const Config& config() const noexcept { return config_; }
 
-    // Nanoseconds to sleep before the next poll; 0 = poll again at once.
-    uint64_t after_poll(size_t work, uint64_t now_ns, std::optional<uint64_t> deadline_ns) {
+    // Nanoseconds to sleep before the next poll; 0 = poll again at once. `deadline()` (the
+    // engine's and the neighbours' next timer, std::optional<uint64_t>) is asked only when the
+    // loop would sleep: computing it walks every QP and neighbour, too much for every busy turn.
+    template <std::invocable DeadlineFn>
+    uint64_t after_poll(size_t work, uint64_t now_ns, DeadlineFn&& deadline) {
         if (work > 0) {
             note_work(now_ns, work);
             return 0;
@@ -49,11 +53,14 @@ public:
         next_sleep_ = std::min(next_sleep_ * 2, config_.max_sleep_ns);
         stream_nap_ = config_.stream_nap_ns && streaming(now_ns);
         if (stream_nap_) sleep = config_.stream_nap_ns;
-        if (deadline_ns) {
-            if (*deadline_ns <= now_ns) return 0;
-            sleep = std::min(sleep, *deadline_ns - now_ns);
+        if (const std::optional<uint64_t> d = deadline()) {
+            if (*d <= now_ns) return 0;
+            sleep = std::min(sleep, *d - now_ns);
         }
         return sleep;
+    }
+    uint64_t after_poll(size_t work, uint64_t now_ns, std::optional<uint64_t> deadline_ns) {
+        return after_poll(work, now_ns, [deadline_ns] { return deadline_ns; });
     }
 
     // Work found outside after_poll (the last look before a nap): the spin window starts again.

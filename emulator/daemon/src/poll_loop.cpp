@@ -72,8 +72,11 @@ void PollLoop::turn() {
         lanes_.front().host.poll_control();  // one io_context serves every device's control socket
         last_control_ = now;
     }
-    std::optional<uint64_t> deadline;
-    for (const Lane& l : lanes_) deadline = earliest(deadline, l.dp.next_deadline());
+    const auto deadline = [this] {
+        std::optional<uint64_t> d;
+        for (const Lane& l : lanes_) d = earliest(d, l.dp.next_deadline());
+        return d;
+    };
     if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) nap(sleep_ns);
 }
 
