@@ -165,7 +165,8 @@ int run(const Options& o) {
         if (o.json_out) return std::cout << qps.dump(2) << '\n', 0;
         for (const auto& q : qps)
             std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
-                      << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " rq-psn " << field(q, "rq_psn")
+                      << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " sq-una-psn "
+                      << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn")
                       << " rqpn " << field(q, "dest_qpn") << " path-mtu " << field(q, "path_mtu") << " pid "
                       << field(q, "pid") << '\n';
     } else if (cmd == "stat") {

@@ -22,7 +22,7 @@ const char* kStats = R"({"device":{"name":"rnic0","pid":4242,"mac":"02:00:00:00:
  "counters":{"rx_packets":12,"retransmits":3},
  "caches":{"mtt_cache_hits":100,"mtt_cache_misses":7},
  "sessions":[{"id":1,"pid":77,"uid":0,"pds":1,"mrs":2,"cqs":1,"qps":1,"srqs":0,"ahs":0}],
- "qps":[{"qpn":17,"type":"RC","state":"RTS","session":1,"pid":77,"sq_psn":100,"rq_psn":200,"dest_qpn":18,
+ "qps":[{"qpn":17,"type":"RC","state":"RTS","session":1,"pid":77,"sq_psn":100,"sq_una_psn":98,"rq_psn":200,"dest_qpn":18,
          "path_mtu":1024,"counters":{"retransmits":3}}],
  "log_level":"info"})";
 
@@ -94,7 +94,8 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
 
     r = rnicctl(base + "-d rnic0 qp");
     REQUIRE(r.status == 0);
-    REQUIRE(r.out == "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
+    REQUIRE(r.out ==
+            "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 sq-una-psn 98 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
 
     r = rnicctl(base + "gid");
     REQUIRE(r.out.find("link rnic0/1 gid 1 ::ffff:10.9.0.1 RoCE v2") != std::string::npos);

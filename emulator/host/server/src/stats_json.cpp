@@ -94,7 +94,8 @@ std::string HostService::Impl::stats_json() const {
     json qps_doc = json::array();
     for (const auto& [qpn, qp] : qps) {
         tp::QpAttributes a{};
-        if (engine.query_qp(qpn, a) != 0) continue;
+        const auto seq = engine.qp_sequence(qpn);
+        if (engine.query_qp(qpn, a) != 0 || !seq) continue;
         json qc = json::object();
         if (const tp::QpCounters* pc = engine.qp_counters(qpn))
             for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
@@ -103,8 +104,9 @@ std::string HostService::Impl::stats_json() const {
                            {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
                            {"session", qp->owner->id},
                            {"pid", qp->owner->pid},
-                           {"sq_psn", a.sq_psn},
-                           {"rq_psn", a.rq_psn},
+                           {"sq_psn", seq->next_psn},
+                           {"sq_una_psn", seq->unacked_psn},
+                           {"rq_psn", seq->expected_psn},
                            {"dest_qpn", a.dest_qp_num},
                            {"path_mtu", tp::mtu_bytes(a.path_mtu)},
                            {"counters", qc}});
