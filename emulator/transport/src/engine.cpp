@@ -407,6 +407,10 @@ std::optional<QpSequence> Engine::qp_sequence(uint32_t qpn) const {
     return QpSequence{qp->next_psn, qp->is_rc() ? qp->una_psn : qp->next_psn, qp->epsn};
 }
 
+size_t Engine::mr_count() const noexcept {
+    return memory_->mr_count();
+}
+
 QpCounters Engine::total_qp_counters() const {
     QpCounters total;
     for (const auto& [qpn, qp] : qps_) total.add(qp->counters);

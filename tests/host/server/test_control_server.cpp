@@ -244,7 +244,12 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     REQUIRE(before["sessions"].size() == 1);
     CHECK(before["sessions"][0]["qps"] == 2);
     CHECK(before["sessions"][0]["mrs"] == 1);
+    CHECK(before["sessions"][0]["segments"] == 1);  // released, but its MR keeps it mapped
+    CHECK(before["sessions"][0]["channels"] == 1);
     CHECK(before["qps"].size() == 2);
+    const nlohmann::json held = {{"sessions", 1}, {"pds", 1}, {"mrs", 1},      {"cqs", 1},     {"qps", 2},
+                                 {"srqs", 1},     {"ahs", 1}, {"channels", 1}, {"segments", 1}};
+    CHECK(before["objects"] == held);
 
     c->close_now();
     for (int i = 0; i < 50 && rig.host->session_count() > 0; ++i) rig.turn();
@@ -258,6 +263,11 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     CHECK(after["sessions"].empty());
     CHECK(after["qps"].empty());
     CHECK(after["counters"]["host_sessions_closed"] == 1);
+    for (const auto& [name, count] : after["objects"].items()) {
+        INFO(name);
+        CHECK(count == 0);
+    }
+    CHECK(after["objects"].size() == held.size());
 }
 
 TEST_CASE("Stats is JSON in rnicctl's schema, SetLogLevel takes spdlog's names only") {

@@ -133,6 +133,7 @@ public:
     size_t pd_count() const noexcept { return pds_.size(); }
     size_t srq_count() const noexcept { return srqs_.size(); }
     size_t ah_count() const noexcept { return ahs_.size(); }
+    size_t mr_count() const noexcept;
 
 private:
     friend class Requester;
