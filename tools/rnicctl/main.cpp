@@ -133,7 +133,8 @@ int run(const Options& o) {
         if (const int r = open_daemon(o, device, d, false); r != 0) return r;
         if (const int rc = d.connection->set_log_level(o.command[1]); rc != 0) {
             if (rc == EINVAL) {
-                std::fprintf(stderr, "rnicctl: log-level: unknown level '%s' (trace debug info warn err critical off)\n",
+                std::fprintf(stderr,
+                             "rnicctl: log-level: unknown level '%s' (trace debug info warn err critical off)\n",
                              o.command[1].c_str());
                 return kExitUsage;
             }
@@ -171,9 +172,8 @@ int run(const Options& o) {
         for (const auto& q : qps)
             std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
                       << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " sq-una-psn "
-                      << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn")
-                      << " rqpn " << field(q, "dest_qpn") << " path-mtu " << field(q, "path_mtu") << " pid "
-                      << field(q, "pid") << '\n';
+                      << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn") << " rqpn " << field(q, "dest_qpn")
+                      << " path-mtu " << field(q, "path_mtu") << " pid " << field(q, "pid") << '\n';
     } else if (cmd == "stat") {
         if (qpn < 0) {
             const json counters = s.value("counters", json::object());

@@ -95,8 +95,9 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
 
     r = rnicctl(base + "-d rnic0 qp");
     REQUIRE(r.status == 0);
-    REQUIRE(r.out ==
-            "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 sq-una-psn 98 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
+    REQUIRE(
+        r.out ==
+        "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 sq-una-psn 98 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
 
     r = rnicctl(base + "gid");
     REQUIRE(r.out.find("link rnic0/1 gid 1 ::ffff:10.9.0.1 RoCE v2") != std::string::npos);

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "raw_client.hpp"
 

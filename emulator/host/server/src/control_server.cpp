@@ -335,8 +335,8 @@ void HostService::Impl::accept_next() {
                 // The uid check at Hello is the only access control: a peer we cannot identify
                 // must not pass it as uid 0. Its Hello gets EACCES, which the client can report,
                 // where closing now would look like a crashed daemon.
-                spdlog::warn("session {}: cannot read the peer's credentials (SO_PEERCRED: {}); refusing it",
-                             s->id, err ? std::strerror(err) : "short answer");
+                spdlog::warn("session {}: cannot read the peer's credentials (SO_PEERCRED: {}); refusing it", s->id,
+                             err ? std::strerror(err) : "short answer");
             }
             read_next(s);
         }
