@@ -279,3 +279,63 @@ TEST_CASE("SQD: new work waits, the drain is announced, RTS resumes", "[engine][
     REQUIRE(sc.size() == 1);
     CHECK(sc[0].status == WcStatus::Success);
 }
+
+TEST_CASE("query_qp reports the live PSNs, not the ones ModifyQp set", "[engine][rc]") {
+    // The PSNs start just below the wrap, so the values read back must wrap as the wire does.
+    TwoNodes t(8);
+    t.setup(kBuf);
+    QpOptions o;
+    o.mtu = Mtu::Mtu1024;
+    o.sq_psn = 0xFFFFFE;  // A sends from here, B expects it
+    o.rq_psn = 0x345;     // and the other way round
+    t.connect(o);
+    auto psns = [](Endpoint& ep) {
+        QpAttributes a;
+        REQUIRE(ep.e().query_qp(ep.qpn, a) == 0);
+        return std::pair{a.sq_psn, a.rq_psn};
+    };
+    CHECK(psns(t.a) == std::pair<uint32_t, uint32_t>{0xFFFFFE, 0x345});
+    CHECK(psns(t.b) == std::pair<uint32_t, uint32_t>{0x345, 0xFFFFFE});
+
+    // A 3-packet SEND, a 1-packet WRITE and a 2-packet READ from A: six PSNs.
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{1, {{t.b.addr(), 4096, t.b.mr.lkey}}}) == 0);
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 1, {{t.a.addr(), 2500, t.a.mr.lkey}})) == 0);
+    SendWr w = make_wr(WrOpcode::RdmaWrite, 2, {{t.a.addr(), 100, t.a.mr.lkey}});
+    w.remote_addr = t.b.addr(8192);
+    w.rkey = t.b.mr.rkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, w) == 0);
+    SendWr r = make_wr(WrOpcode::RdmaRead, 3, {{t.a.addr(16384), 2048, t.a.mr.lkey}});
+    r.remote_addr = t.b.addr();
+    r.rkey = t.b.mr.rkey;
+    REQUIRE(t.a.e().post_send(t.a.qpn, r) == 0);
+    REQUIRE(t.wait_cq(t.a, t.a.send_cq, 3).size() == 3);
+    REQUIRE(t.wait_cq(t.b, t.b.recv_cq, 1).size() == 1);
+
+    CHECK(psns(t.a) == std::pair<uint32_t, uint32_t>{0x000004, 0x345});
+    CHECK(psns(t.b) == std::pair<uint32_t, uint32_t>{0x345, 0x000004});  // ACKs take no PSN of B's
+    const auto seq = t.a.e().qp_sequence(t.a.qpn);
+    REQUIRE(seq);
+    CHECK(seq->next_psn == 0x000004);
+    CHECK(seq->unacked_psn == 0x000004);  // everything acknowledged
+    CHECK(seq->expected_psn == 0x345);
+    CHECK_FALSE(t.a.e().qp_sequence(0xABCDEF));
+}
+
+TEST_CASE("the oldest unacknowledged PSN stays behind while the peer is silent", "[engine][rc]") {
+    rnic::sim::LinkConfig link;
+    link.down = true;
+    TwoNodes t(9, link);
+    t.setup(65536);
+    QpOptions o;
+    o.timeout = 14;  // 67 ms: no retry inside the test's window
+    t.connect(o);
+    REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 1, {{t.a.addr(), 3000, t.a.mr.lkey}})) == 0);
+    t.run_until([] { return false; }, 1'000'000);
+    const auto seq = t.a.e().qp_sequence(t.a.qpn);
+    REQUIRE(seq);
+    CHECK(seq->next_psn == o.sq_psn + 3);
+    CHECK(seq->unacked_psn == o.sq_psn);
+    QpAttributes b;
+    REQUIRE(t.b.e().query_qp(t.b.qpn, b) == 0);
+    CHECK(b.rq_psn == o.sq_psn);  // nothing arrived
+}

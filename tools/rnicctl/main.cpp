@@ -27,7 +27,7 @@ void usage(std::FILE* out) {
         "  qp               one line per QP (like `rdma resource show qp`)\n"
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
-        "  session          client sessions and the objects they hold\n"
+        "  session          objects the device holds, then each client session and its objects\n"
         "  log-level [LVL]  show or set rnicd's log level (trace debug info warn err critical off)\n"
         "DEVICE defaults to rnic0, DIR to $RNIC_RUN_DIR or /run/rnic.\n",
         out);
@@ -132,8 +132,14 @@ int run(const Options& o) {
         Daemon d;
         if (const int r = open_daemon(o, device, d, false); r != 0) return r;
         if (const int rc = d.connection->set_log_level(o.command[1]); rc != 0) {
+            if (rc == EINVAL) {
+                std::fprintf(stderr,
+                             "rnicctl: log-level: unknown level '%s' (trace debug info warn err critical off)\n",
+                             o.command[1].c_str());
+                return kExitUsage;
+            }
             std::fprintf(stderr, "rnicctl: log-level %s: %s\n", o.command[1].c_str(), std::strerror(rc));
-            return rc == EINVAL ? kExitUsage : kExitFailure;
+            return kExitFailure;
         }
         return 0;
     }
@@ -165,9 +171,9 @@ int run(const Options& o) {
         if (o.json_out) return std::cout << qps.dump(2) << '\n', 0;
         for (const auto& q : qps)
             std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
-                      << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " rq-psn " << field(q, "rq_psn")
-                      << " rqpn " << field(q, "dest_qpn") << " path-mtu " << field(q, "path_mtu") << " pid "
-                      << field(q, "pid") << '\n';
+                      << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " sq-una-psn "
+                      << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn") << " rqpn " << field(q, "dest_qpn")
+                      << " path-mtu " << field(q, "path_mtu") << " pid " << field(q, "pid") << '\n';
     } else if (cmd == "stat") {
         if (qpn < 0) {
             const json counters = s.value("counters", json::object());
@@ -192,10 +198,17 @@ int run(const Options& o) {
         print_pairs(caches, "");
     } else if (cmd == "session") {
         const json sessions = s.value("sessions", json::array());
-        if (o.json_out) return std::cout << sessions.dump(2) << '\n', 0;
+        const json objects = s.value("objects", json::object());
+        if (o.json_out) return std::cout << json{{"objects", objects}, {"sessions", sessions}}.dump(2) << '\n', 0;
+        // The device's own counts first: after a client is gone they must fall back, whatever
+        // the remaining sessions hold.
+        std::cout << "dev " << field(dev, "name");
+        for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs", "channels", "segments"})
+            std::cout << ' ' << k << ' ' << field(objects, k);
+        std::cout << '\n';
         for (const auto& x : sessions) {
             std::cout << "session " << field(x, "id") << " pid " << field(x, "pid") << " uid " << field(x, "uid");
-            for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs"})
+            for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs", "channels", "segments"})
                 std::cout << ' ' << k << ' ' << field(x, k);
             std::cout << '\n';
         }

@@ -273,6 +273,10 @@ int Engine::query_qp(uint32_t qpn, QpAttributes& attr) const {
     const QueuePair* qp = find_qp(qpn);
     if (!qp) return EINVAL;
     attr = qp->attr;
+    // The attributes keep the PSNs ModifyQp set; the IB spec's Query QP returns the current ones.
+    const QpSequence seq = *qp_sequence(qpn);
+    attr.sq_psn = seq.next_psn;
+    attr.rq_psn = seq.expected_psn;
     attr.qp_state = qp->state;
     attr.cur_qp_state = qp->state;
     attr.cap = qp->init.cap;
@@ -394,6 +398,17 @@ const QueuePair* Engine::find_qp(uint32_t qpn) const {
 const QpCounters* Engine::qp_counters(uint32_t qpn) const {
     const QueuePair* qp = find_qp(qpn);
     return qp ? &qp->counters : nullptr;
+}
+
+std::optional<QpSequence> Engine::qp_sequence(uint32_t qpn) const {
+    const QueuePair* qp = find_qp(qpn);
+    if (!qp) return std::nullopt;
+    // Only RC waits for acknowledgements: UC and UD never move una_psn.
+    return QpSequence{qp->next_psn, qp->is_rc() ? qp->una_psn : qp->next_psn, qp->epsn};
+}
+
+size_t Engine::mr_count() const noexcept {
+    return memory_->mr_count();
 }
 
 QpCounters Engine::total_qp_counters() const {

@@ -21,8 +21,9 @@ const char* kStats = R"({"device":{"name":"rnic0","pid":4242,"mac":"02:00:00:00:
  "gids":[{"index":0,"gid":"fe80::1","type":"RoCE v2"},{"index":1,"gid":"::ffff:10.9.0.1","type":"RoCE v2"}]},
  "counters":{"rx_packets":12,"retransmits":3},
  "caches":{"mtt_cache_hits":100,"mtt_cache_misses":7},
- "sessions":[{"id":1,"pid":77,"uid":0,"pds":1,"mrs":2,"cqs":1,"qps":1,"srqs":0,"ahs":0}],
- "qps":[{"qpn":17,"type":"RC","state":"RTS","session":1,"pid":77,"sq_psn":100,"rq_psn":200,"dest_qpn":18,
+ "sessions":[{"id":1,"pid":77,"uid":0,"pds":1,"mrs":2,"cqs":1,"qps":1,"srqs":0,"ahs":0,"channels":1,"segments":3}],
+ "objects":{"sessions":1,"pds":1,"mrs":2,"cqs":1,"qps":1,"srqs":0,"ahs":0,"channels":1,"segments":3},
+ "qps":[{"qpn":17,"type":"RC","state":"RTS","session":1,"pid":77,"sq_psn":100,"sq_una_psn":98,"rq_psn":200,"dest_qpn":18,
          "path_mtu":1024,"counters":{"retransmits":3}}],
  "log_level":"info"})";
 
@@ -83,7 +84,7 @@ struct ListeningDaemon {
 }  // namespace
 
 TEST_CASE("rnicctl formats the daemon's statistics") {
-    ListeningDaemon d(8);
+    ListeningDaemon d(10);
     const std::string base = "--run-dir " + d.dir + " ";
 
     Run r = rnicctl(base + "dev");
@@ -94,7 +95,9 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
 
     r = rnicctl(base + "-d rnic0 qp");
     REQUIRE(r.status == 0);
-    REQUIRE(r.out == "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
+    REQUIRE(
+        r.out ==
+        "link rnic0/1 lqpn 17 type RC state RTS sq-psn 100 sq-una-psn 98 rq-psn 200 rqpn 18 path-mtu 1024 pid 77\n");
 
     r = rnicctl(base + "gid");
     REQUIRE(r.out.find("link rnic0/1 gid 1 ::ffff:10.9.0.1 RoCE v2") != std::string::npos);
@@ -107,7 +110,14 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
     REQUIRE(r.out == "mtt_cache_hits 100\nmtt_cache_misses 7\n");
 
     r = rnicctl(base + "session");
-    REQUIRE(r.out == "session 1 pid 77 uid 0 pds 1 mrs 2 cqs 1 qps 1 srqs 0 ahs 0\n");
+    REQUIRE(r.out ==
+            "dev rnic0 sessions 1 pds 1 mrs 2 cqs 1 qps 1 srqs 0 ahs 0 channels 1 segments 3\n"
+            "session 1 pid 77 uid 0 pds 1 mrs 2 cqs 1 qps 1 srqs 0 ahs 0 channels 1 segments 3\n");
+
+    r = rnicctl(base + "--json session");
+    REQUIRE(r.status == 0);
+    REQUIRE(r.out.find("\"objects\": {") != std::string::npos);
+    REQUIRE(r.out.find("\"segments\": 3") != std::string::npos);
 
     r = rnicctl(base + "--json stat");
     REQUIRE(r.status == 0);
@@ -115,6 +125,17 @@ TEST_CASE("rnicctl formats the daemon's statistics") {
 
     r = rnicctl(base + "log-level debug");
     REQUIRE(r.status == 0);
+
+    // The daemon's EINVAL is a usage error, and says which levels there are.
+    const std::string cmd = std::string(RNICCTL_PATH) + " " + base + "log-level loud 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char line[256] = {};
+    const bool got = std::fgets(line, sizeof line, p) != nullptr;
+    const int st = pclose(p);
+    CHECK(got);
+    CHECK(std::string(line) == "rnicctl: log-level: unknown level 'loud' (trace debug info warn err critical off)\n");
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 2));
 }
 
 TEST_CASE("rnicctl: no daemon is exit 1, bad usage exit 2") {

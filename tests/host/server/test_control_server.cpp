@@ -1,5 +1,6 @@
 // The control protocol: Hello, strict message checks, per-session handles, reclaiming on
 // disconnect, Stats and SetLogLevel, and the socket file's life.
+#include <dlfcn.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,24 @@ using namespace rnic;
 using namespace rnic::host;
 using namespace rnic::host::test;
 using abi::Op;
+
+// SO_PEERCRED does not fail on a connected Unix socket, so this binary interposes getsockopt
+// (the executable's definition wins over libc's): a test sets an errno for the next
+// SO_PEERCRED; every other call goes to libc.
+namespace {
+std::atomic<int> fail_next_peercred{0};
+}  // namespace
+
+extern "C" int getsockopt(int fd, int level, int name, void* __restrict value, socklen_t* __restrict length) noexcept {
+    if (level == SOL_SOCKET && name == SO_PEERCRED)
+        if (const int err = fail_next_peercred.exchange(0)) {
+            errno = err;
+            return -1;
+        }
+    using Getsockopt = int (*)(int, int, int, void*, socklen_t*);
+    static const auto real = reinterpret_cast<Getsockopt>(dlsym(RTLD_NEXT, "getsockopt"));
+    return real(fd, level, name, value, length);
+}
 
 namespace {
 
@@ -244,7 +264,12 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     REQUIRE(before["sessions"].size() == 1);
     CHECK(before["sessions"][0]["qps"] == 2);
     CHECK(before["sessions"][0]["mrs"] == 1);
+    CHECK(before["sessions"][0]["segments"] == 1);  // released, but its MR keeps it mapped
+    CHECK(before["sessions"][0]["channels"] == 1);
     CHECK(before["qps"].size() == 2);
+    const nlohmann::json held = {{"sessions", 1}, {"pds", 1}, {"mrs", 1},      {"cqs", 1},     {"qps", 2},
+                                 {"srqs", 1},     {"ahs", 1}, {"channels", 1}, {"segments", 1}};
+    CHECK(before["objects"] == held);
 
     c->close_now();
     for (int i = 0; i < 50 && rig.host->session_count() > 0; ++i) rig.turn();
@@ -258,6 +283,11 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     CHECK(after["sessions"].empty());
     CHECK(after["qps"].empty());
     CHECK(after["counters"]["host_sessions_closed"] == 1);
+    for (const auto& [name, count] : after["objects"].items()) {
+        INFO(name);
+        CHECK(count == 0);
+    }
+    CHECK(after["objects"].size() == held.size());
 }
 
 TEST_CASE("RegMr: any iova at the buffer's offset in its page, EINVAL for another offset (as uverbs)") {
@@ -356,6 +386,20 @@ TEST_CASE("the socket file: a live daemon is not replaced, a stale file is") {
         CHECK(c.fd() >= 0);
     }
     CHECK_FALSE(std::filesystem::exists(stale));
+}
+
+TEST_CASE("a peer whose credentials cannot be read gets EACCES on Hello, never uid 0's rights") {
+    Rig rig;
+    fail_next_peercred = ENOBUFS;
+    RawClient c(rig.host->socket_path());
+    expect_closed_with(rig, c, rig.hello(c), EACCES);
+    CHECK(fail_next_peercred == 0);  // the daemon did ask
+    CHECK(rig.host->session_count() == 0);
+    const auto j = nlohmann::json::parse(rig.host->stats_json());
+    CHECK(j["counters"]["host_sessions_refused"] == 1);
+    // The next peer, whose credentials read, is served.
+    RawClient d(rig.host->socket_path());
+    CHECK(rig.hello(d).header.status == 0);
 }
 
 TEST_CASE("a peer that is neither root nor the daemon's uid gets EACCES on Hello") {

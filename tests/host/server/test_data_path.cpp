@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "raw_client.hpp"
 
@@ -277,6 +279,24 @@ TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this d
     CHECK(std::memcmp(s.buf.data + 8200, "written", 7) == 0);
     CHECK(rig.dp.counters().loopback_frames > 0);
     CHECK(rig.port.sent().empty());  // nothing of it went to the wire
+
+    // Three packets from A since both sides set PSN 100: Stats and QueryQp report where the
+    // requester and the responder are now, not the PSNs ModifyQp set.
+    const auto stats = nlohmann::json::parse(rig.host->stats_json());
+    std::map<uint32_t, nlohmann::json> by_qpn;
+    for (const auto& q : stats["qps"]) by_qpn[q["qpn"].get<uint32_t>()] = q;
+    REQUIRE(by_qpn.size() == 2);
+    CHECK(by_qpn[a.qpn]["sq_psn"] == 103);
+    CHECK(by_qpn[a.qpn]["sq_una_psn"] == 103);
+    CHECK(by_qpn[a.qpn]["rq_psn"] == 100);
+    CHECK(by_qpn[b.qpn]["sq_psn"] == 100);  // its ACKs take no PSN
+    CHECK(by_qpn[b.qpn]["rq_psn"] == 103);
+    for (const auto& [qpn, sq, rq] : {std::tuple{a.qpn, 103u, 100u}, std::tuple{b.qpn, 100u, 103u}}) {
+        Reply q = rig.call(s.c, Op::QueryQp, abi::QueryQpRequest{qpn, 0});
+        REQUIRE(q.header.status == 0);
+        CHECK(q.as<abi::QueryQpReply>().attr.sq_psn == sq);
+        CHECK(q.as<abi::QueryQpReply>().attr.rq_psn == rq);
+    }
 }
 
 TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {

@@ -321,13 +321,23 @@ void HostService::Impl::accept_next() {
             if (fd < 0) break;
             ucred cred{};
             socklen_t len = sizeof cred;
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+            const int rc = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+            const int err = rc == 0 ? 0 : errno;
             auto s = std::make_shared<Session>(next_session++, Session::Socket(io, fd));
-            s->pid = static_cast<uint32_t>(cred.pid);
-            s->uid = cred.uid;
             sessions.emplace(s->id, s);
             ++counters.sessions_opened;
-            spdlog::debug("session {}: connected (pid {}, uid {})", s->id, s->pid, s->uid);
+            if (rc == 0 && len == sizeof cred) {
+                s->pid = static_cast<uint32_t>(cred.pid);
+                s->uid = cred.uid;
+                s->peer_known = true;
+                spdlog::debug("session {}: connected (pid {}, uid {})", s->id, s->pid, s->uid);
+            } else {
+                // The uid check at Hello is the only access control: a peer we cannot identify
+                // must not pass it as uid 0. Its Hello gets EACCES, which the client can report,
+                // where closing now would look like a crashed daemon.
+                spdlog::warn("session {}: cannot read the peer's credentials (SO_PEERCRED: {}); refusing it", s->id,
+                             err ? std::strerror(err) : "short answer");
+            }
             read_next(s);
         }
         accept_next();
@@ -550,10 +560,13 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 reject(s, h, EINVAL, "async descriptor is not an eventfd");
                 return;
             }
-            if (s.uid != 0 && s.uid != daemon_uid) {
+            if (!s.peer_known || (s.uid != 0 && s.uid != daemon_uid)) {
                 close(async_fd);
                 ++counters.sessions_refused;
-                spdlog::warn("session {}: uid {} (pid {}) refused", s.id, s.uid, s.pid);
+                if (s.peer_known)
+                    spdlog::warn("session {}: uid {} (pid {}) refused", s.id, s.uid, s.pid);
+                else
+                    spdlog::warn("session {}: Hello refused: the peer's credentials are unknown", s.id);
                 reply(s, h, EACCES);
                 close_session(s, "refused");
                 return;

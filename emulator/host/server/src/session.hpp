@@ -63,7 +63,8 @@ struct Session {
     uint32_t id;
     Socket socket;
     uint32_t pid = 0;
-    uint32_t uid = 0;
+    uint32_t uid = UINT32_MAX;  // (uid_t)-1, nobody's, until SO_PEERCRED says who it is
+    bool peer_known = false;    // SO_PEERCRED answered: pid and uid are the peer's
     bool hello_done = false;
     bool closed = false;
     bool reading = false;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "service_impl.hpp"
 
@@ -19,6 +20,14 @@ std::string mac_text(const wire::MacAddr& m) {
 
 std::string_view short_name(std::string_view name, std::string_view prefix) {
     return name.substr(0, prefix.size()) == prefix ? name.substr(prefix.size()) : name;
+}
+
+// Every segment a session keeps mapped: those it still names and those only its MRs hold after
+// ReleaseSegment, each once.
+void add_mapped_segments(const Session& s, std::set<const Segment*>& out) {
+    for (const auto& [id, seg] : s.segments) out.insert(seg.get());
+    for (const auto& [lkey, mr] : s.mrs)
+        for (const auto& seg : mr.segments) out.insert(seg.get());
 }
 
 }  // namespace
@@ -78,7 +87,13 @@ std::string HostService::Impl::stats_json() const {
     doc["caches"] = caches;
 
     json sessions_doc = json::array();
-    for (const auto& [id, s] : sessions)
+    std::set<const Segment*> all_segments;
+    size_t channels = 0;
+    for (const auto& [id, s] : sessions) {
+        std::set<const Segment*> mapped;
+        add_mapped_segments(*s, mapped);
+        all_segments.insert(mapped.begin(), mapped.end());
+        channels += s->channels.size();
         sessions_doc.push_back({{"id", s->id},
                                 {"pid", s->pid},
                                 {"uid", s->uid},
@@ -88,13 +103,29 @@ std::string HostService::Impl::stats_json() const {
                                 {"qps", s->qps.size()},
                                 {"srqs", s->srqs.size()},
                                 {"ahs", s->ahs.size()},
-                                {"segments", s->segments.size()}});
+                                {"channels", s->channels.size()},
+                                {"segments", mapped.size()}});
+    }
     doc["sessions"] = sessions_doc;
+    // What the device holds right now, counted by the engine itself rather than summed over the
+    // sessions: an object a reclaimed session failed to free still shows here.
+    doc["objects"] = {
+        {"sessions", sessions.size()},
+        {"pds", engine.pd_count()},
+        {"mrs", engine.mr_count()},
+        {"cqs", engine.cq_count()},
+        {"qps", engine.qp_count()},
+        {"srqs", engine.srq_count()},
+        {"ahs", engine.ah_count()},
+        {"channels", channels},
+        {"segments", all_segments.size()},
+    };
 
     json qps_doc = json::array();
     for (const auto& [qpn, qp] : qps) {
         tp::QpAttributes a{};
-        if (engine.query_qp(qpn, a) != 0) continue;
+        const auto seq = engine.qp_sequence(qpn);
+        if (engine.query_qp(qpn, a) != 0 || !seq) continue;
         json qc = json::object();
         if (const tp::QpCounters* pc = engine.qp_counters(qpn))
             for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
@@ -103,8 +134,9 @@ std::string HostService::Impl::stats_json() const {
                            {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
                            {"session", qp->owner->id},
                            {"pid", qp->owner->pid},
-                           {"sq_psn", a.sq_psn},
-                           {"rq_psn", a.rq_psn},
+                           {"sq_psn", seq->next_psn},
+                           {"sq_una_psn", seq->unacked_psn},
+                           {"rq_psn", seq->expected_psn},
                            {"dest_qpn", a.dest_qp_num},
                            {"path_mtu", tp::mtu_bytes(a.path_mtu)},
                            {"counters", qc}});

@@ -53,6 +53,15 @@ struct QpInfo {
     QpCap cap;  // what was actually granted
 };
 
+// A QP's live sequence numbers. query_qp reports next_psn as sq_psn and expected_psn as rq_psn
+// (what rxe and mlx5 read back from their QP context, so `rdma resource show qp` moves with the
+// traffic); unacked_psn is only for introspection.
+struct QpSequence {
+    uint32_t next_psn = 0;      // the PSN the requester gives its next new packet
+    uint32_t unacked_psn = 0;   // the oldest PSN not yet acknowledged (RC); next_psn otherwise
+    uint32_t expected_psn = 0;  // the PSN the responder expects next
+};
+
 // Where the engine writes outgoing frames: the daemon hands out mbuf space, tests a vector.
 class FrameSink {
 public:
@@ -140,6 +149,7 @@ public:
     // ---- introspection ----
     const DeviceCounters& device_counters() const noexcept { return counters_; }
     const QpCounters* qp_counters(uint32_t qpn) const;
+    std::optional<QpSequence> qp_sequence(uint32_t qpn) const;
     QpCounters total_qp_counters() const;
     std::vector<std::pair<std::string_view, uint64_t>> cache_counters() const;
     const EngineConfig& config() const noexcept { return config_; }
@@ -153,6 +163,7 @@ public:
     size_t pd_count() const noexcept { return pds_.size(); }
     size_t srq_count() const noexcept { return srqs_.size(); }
     size_t ah_count() const noexcept { return ahs_.size(); }
+    size_t mr_count() const noexcept;
 
 private:
     friend class Requester;
