@@ -196,13 +196,21 @@ def functional():
           f"what one QP sent the other received, both ways ({sent_ab}, {sent_ba})")
 
     # ---- cache ----
-    # rnicd leaves the engine's cache models off (no option turns them on), so every value is 0
-    # today: the form is what can be checked.
-    out = ctl("-d", "rnic0", "cache").stdout
-    caches = {k: int(v) for k, v in (l.split() for l in out.splitlines())}
-    names = {f"{c}_cache_{w}" for c in ("qpc", "mpt", "mtt") for w in ("hits", "misses", "evictions")}
-    check(set(caches) == names and caches == ctl_json("-d", "rnic0", "cache"),
-          f"cache: hits, misses and evictions of the QPC, MPT and MTT caches, as in --json ({caches})")
+    # rnicd models the RNIC's QPC, MPT and MTT caches by default (counted, not charged): the QP's
+    # context was looked up for every packet, its first lookup missed, the keys and pages of the
+    # WRITEs went through the MPT and MTT caches.
+    for dev in ("rnic0", "rnic1"):
+        out = ctl("-d", dev, "cache").stdout
+        caches = {k: int(v) for k, v in (l.split() for l in out.splitlines())}
+        names = {f"{c}_cache_{w}" for c in ("qpc", "mpt", "mtt") for w in ("hits", "misses", "evictions")}
+        check(set(caches) == names and caches == ctl_json("-d", dev, "cache"),
+              f"{dev} cache: hits, misses and evictions of the QPC, MPT and MTT caches, as in --json ({caches})")
+        check(caches.get("qpc_cache_hits", 0) > 0 and caches.get("qpc_cache_misses", 0) >= 1,
+              f"{dev} cache: QPC lookups counted (hits {caches.get('qpc_cache_hits')}, "
+              f"misses {caches.get('qpc_cache_misses')})")
+        check(caches.get("mpt_cache_hits", 0) + caches.get("mpt_cache_misses", 0) > 0 and
+              caches.get("mtt_cache_hits", 0) + caches.get("mtt_cache_misses", 0) > 0,
+              f"{dev} cache: key and page translations counted")
 
     # ---- session, and a killed client's objects reclaimed ----
     out = ctl("-d", "rnic0", "session").stdout.splitlines()

@@ -167,6 +167,10 @@ int main(int argc, char** argv) {
         ec.limits.active_mtu = std::min(*active_mtu, ec.limits.max_mtu);
         ec.mac = d.self.mac;
         ec.gids = port::gid_table(d.self);
+        auto cache = [&opt](const daemon::CacheOption& c) {
+            return mem::CacheConfig{.entries = c.entries, .ways = c.ways, .miss_cost_ns = opt.cache_miss_ns};
+        };
+        ec.caches = {.qpc = cache(opt.qpc_cache), .mpt = cache(opt.mpt_cache), .mtt = cache(opt.mtt_cache)};
         d.engine = std::make_unique<transport::Engine>(ec);
         d.dp = std::make_unique<daemon::Datapath>(*d.io, *d.engine, d.self, d.capture.get(), realtime_offset,
                                                   monotonic_ns);
@@ -256,14 +260,20 @@ int main(int argc, char** argv) {
         spdlog::info("rnicd stopping: {}: disconnecting {} session(s)", d.name, d.host->session_count());
         d.host->shutdown(now);
     }
+    int status = 0;
     for (Device& d : devices) {
         if (!d.capture) continue;
         try {
             d.capture->flush();
         } catch (const std::exception& e) {
-            // The sessions are already told and reclaimed; a capture that cannot be written must
-            // not turn an orderly stop into an abort.
+            // The sessions are already told and reclaimed, so the stop goes on, but the exit status
+            // says the capture is incomplete: no script should trust it.
             spdlog::error("{}: capture flush failed: {}", d.name, e.what());
+            status = 1;
+        }
+        if (!d.capture->error().empty()) {
+            spdlog::error("{}: the capture had stopped early: {}", d.name, d.capture->error());
+            status = 1;
         }
     }
     std::string loop_text;
@@ -284,5 +294,5 @@ int main(int argc, char** argv) {
         it->capture.reset();
     }
     dpdk.reset();
-    return 0;
+    return status;
 }

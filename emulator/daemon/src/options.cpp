@@ -36,6 +36,10 @@ const char* usage() {
            "  --sched POLICY    fifo (SCHED_FIFO priority 1: a woken daemon preempts spinning\n"
            "                    applications; the default), nice (nice -20) or none (the\n"
            "                    default with --busy-poll)\n"
+           "  --qpc-cache N/W, --mpt-cache N/W, --mtt-cache N/W\n"
+           "                    the RNIC caches' entries and ways (defaults 256/4, 256/4, 2048/8;\n"
+           "                    0 turns one off): hits, misses, evictions in `rnicctl cache`\n"
+           "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
            "  --name NAME       device name (default rnic<port index>)\n"
            "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
 }
@@ -53,6 +57,17 @@ namespace {
 bool parse_u64(const std::string& s, uint64_t& out) {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+}
+
+// "N/W" or "N" (W = 1) or "0"; N a multiple of W, both within what a set-associative model takes.
+bool parse_cache(const std::string& s, CacheOption& out) {
+    const auto slash = s.find('/');
+    uint64_t entries = 0, ways = 1;
+    if (!parse_u64(s.substr(0, slash), entries)) return false;
+    if (slash != std::string::npos && !parse_u64(s.substr(slash + 1), ways)) return false;
+    if (entries > (1u << 20) || ways == 0 || ways > 64 || (entries != 0 && entries % ways != 0)) return false;
+    out = {static_cast<uint32_t>(entries), static_cast<uint32_t>(entries == 0 ? 1 : ways)};
+    return true;
 }
 }  // namespace
 
@@ -89,6 +104,8 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         const bool takes_value = a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" ||
                                  a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
                                  a == "--spin-us" || a == "--stream-spin-us" || a == "--stream-nap-us" || a == "--sched" ||
+                                 a == "--qpc-cache" || a == "--mpt-cache" || a == "--mtt-cache" ||
+                                 a == "--cache-miss-ns" ||
                                  a == "--name" || a == "--run-dir";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
@@ -126,6 +143,13 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             if (!parse_u64(v, current().pcap_max_mb)) return U{"--pcap-max-mb wants a number, got '" + v + "'"};
         } else if (a == "--spin-us") {
             if (!parse_u64(v, o.spin_us) || o.spin_us > 1'000'000) return U{"--spin-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--qpc-cache" || a == "--mpt-cache" || a == "--mtt-cache") {
+            CacheOption& c = a == "--qpc-cache" ? o.qpc_cache : a == "--mpt-cache" ? o.mpt_cache : o.mtt_cache;
+            if (!parse_cache(v, c))
+                return U{a + " wants ENTRIES/WAYS (entries a multiple of ways, ways 1..64) or 0, got '" + v + "'"};
+        } else if (a == "--cache-miss-ns") {
+            if (!parse_u64(v, o.cache_miss_ns) || o.cache_miss_ns > 1'000'000)
+                return U{"--cache-miss-ns wants 0..1000000, got '" + v + "'"};
         } else if (a == "--stream-nap-us") {
             if (!parse_u64(v, o.stream_nap_us) || o.stream_nap_us > 1'000'000)
                 return U{"--stream-nap-us wants 0..1000000, got '" + v + "'"};

@@ -37,8 +37,25 @@ struct PortOptions {
     uint64_t pcap_max_mb = 0;  // 0: one file, never rotated
 };
 
+// One RNIC cache model (docs/transport.md): entries and ways; 0 entries turns it off.
+struct CacheOption {
+    uint32_t entries = 0;
+    uint32_t ways = 1;
+};
+
+// Hardware-like sizes (a ConnectX keeps some hundreds of QP contexts and a few thousand
+// translations on chip): on by default so `rnicctl cache` counts real hits and misses; a miss
+// costs nothing unless --cache-miss-ns asks the daemon to behave like a slower NIC.
+inline constexpr CacheOption kDefaultQpcCache{256, 4};
+inline constexpr CacheOption kDefaultMptCache{256, 4};
+inline constexpr CacheOption kDefaultMttCache{2048, 8};
+
 struct Options {
     std::vector<PortOptions> ports;  // at least one after a successful parse
+    CacheOption qpc_cache = kDefaultQpcCache;
+    CacheOption mpt_cache = kDefaultMptCache;
+    CacheOption mtt_cache = kDefaultMttCache;
+    uint64_t cache_miss_ns = 0;  // processing time one miss costs (the engine delays its next frame)
     bool busy_poll = false;
     uint64_t spin_us = kDefaultSpinUs;
     uint64_t stream_spin_us = kDefaultStreamSpinUs;  // the spin window while work streams in

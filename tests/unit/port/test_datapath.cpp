@@ -360,6 +360,26 @@ TEST_CASE("options: several ports, each --iface starting one, each a device of i
     CHECK_FALSE(daemon::parse_options({"--iface", "", "--ip", "10.0.0.1/24"}));
 }
 
+TEST_CASE("options: the RNIC cache models' sizes and miss cost", "[datapath]") {
+    auto plain = daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24"});
+    REQUIRE(plain);
+    CHECK(plain->qpc_cache.entries == daemon::kDefaultQpcCache.entries);
+    CHECK(plain->mtt_cache.ways == daemon::kDefaultMttCache.ways);
+    CHECK(plain->cache_miss_ns == 0);
+    auto tuned = daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--qpc-cache", "64/4", "--mpt-cache",
+                                        "0", "--mtt-cache", "512", "--cache-miss-ns", "500"});
+    REQUIRE(tuned);
+    CHECK(tuned->qpc_cache.entries == 64);
+    CHECK(tuned->qpc_cache.ways == 4);
+    CHECK(tuned->mpt_cache.entries == 0);
+    CHECK(tuned->mtt_cache.entries == 512);
+    CHECK(tuned->mtt_cache.ways == 1);
+    CHECK(tuned->cache_miss_ns == 500);
+    for (const char* bad : {"63/4", "64/0", "64/128", "x", "64/", "/4", "-1"})
+        CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--qpc-cache", bad}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--cache-miss-ns", "x"}));
+}
+
 TEST_CASE("EAL arguments: measured defaults, a vdev per port, the caller's arguments win", "[datapath]") {
     auto on = [](const char* iface) {
         port::DpdkPortConfig p;
