@@ -125,6 +125,8 @@ int main(int argc, char** argv) {
             pc.iface = po.iface;
             pc.mac = po.mac;
             pc.rx_wakeups = opt.rx_wakeup && !opt.busy_poll;
+            pc.rx_descriptors = opt.rx_descriptors;
+            pc.tx_descriptors = opt.tx_descriptors;
             pc.ipv4 = po.ip.addr;
             dc.ports.push_back(pc);
         }

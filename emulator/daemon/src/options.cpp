@@ -40,6 +40,8 @@ const char* usage() {
            "                    the RNIC caches' entries and ways (defaults 256/4, 256/4, 2048/8;\n"
            "                    0 turns one off): hits, misses, evictions in `rnicctl cache`\n"
            "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
+           "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
+           "                    mbuf pool holds them all, two bursts and the cache\n"
            "  --name NAME       device name (default rnic<port index>)\n"
            "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
 }
@@ -105,7 +107,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
                                  a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
                                  a == "--spin-us" || a == "--stream-spin-us" || a == "--stream-nap-us" || a == "--sched" ||
                                  a == "--qpc-cache" || a == "--mpt-cache" || a == "--mtt-cache" ||
-                                 a == "--cache-miss-ns" ||
+                                 a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" ||
                                  a == "--name" || a == "--run-dir";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
@@ -147,6 +149,10 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             CacheOption& c = a == "--qpc-cache" ? o.qpc_cache : a == "--mpt-cache" ? o.mpt_cache : o.mtt_cache;
             if (!parse_cache(v, c))
                 return U{a + " wants ENTRIES/WAYS (entries a multiple of ways, ways 1..64) or 0, got '" + v + "'"};
+        } else if (a == "--rx-desc" || a == "--tx-desc") {
+            uint64_t n = 0;
+            if (!parse_u64(v, n) || n < 64 || n > 16384) return U{a + " wants 64..16384, got '" + v + "'"};
+            (a == "--rx-desc" ? o.rx_descriptors : o.tx_descriptors) = static_cast<uint16_t>(n);
         } else if (a == "--cache-miss-ns") {
             if (!parse_u64(v, o.cache_miss_ns) || o.cache_miss_ns > 1'000'000)
                 return U{"--cache-miss-ns wants 0..1000000, got '" + v + "'"};

@@ -56,6 +56,9 @@ struct Options {
     CacheOption mpt_cache = kDefaultMptCache;
     CacheOption mtt_cache = kDefaultMttCache;
     uint64_t cache_miss_ns = 0;  // processing time one miss costs (the engine delays its next frame)
+    // Each port's RX and TX descriptors; the mbuf pool is sized from them (mbuf_pool_size).
+    uint16_t rx_descriptors = 1024;
+    uint16_t tx_descriptors = 1024;
     bool busy_poll = false;
     uint64_t spin_us = kDefaultSpinUs;
     uint64_t stream_spin_us = kDefaultStreamSpinUs;  // the spin window while work streams in

@@ -378,6 +378,12 @@ TEST_CASE("options: the RNIC cache models' sizes and miss cost", "[datapath]") {
     for (const char* bad : {"63/4", "64/0", "64/128", "x", "64/", "/4", "-1"})
         CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--qpc-cache", bad}));
     CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--cache-miss-ns", "x"}));
+    auto rings = daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--rx-desc", "4096", "--tx-desc", "512"});
+    REQUIRE(rings);
+    CHECK(rings->rx_descriptors == 4096);
+    CHECK(rings->tx_descriptors == 512);
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--rx-desc", "32"}));
+    CHECK_FALSE(daemon::parse_options({"--iface", "a", "--ip", "10.0.0.1/24", "--tx-desc", "70000"}));
 }
 
 TEST_CASE("EAL arguments: measured defaults, a vdev per port, the caller's arguments win", "[datapath]") {
