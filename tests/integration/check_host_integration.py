@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Two rnicd on the test bed, driven through the client library (host_integration, Catch2):
  run 1, capturing: RC/UD/atomics at MTU 1024 and 4096, RC over IPv6 GIDs (link-local and
-        fd77::); 2% loss each way (netdev egress rule,
-        the kernel here has no netem); a client killed mid-transfer. Then SIGTERM (captures
+        fd77::); 2% loss each way (XDP on the receiving veth, the kernel here has no
+        netem); a client killed mid-transfer. Then SIGTERM (captures
         flushed) and both captures must pass rnic-pcap (IPv6 frames among them) and decode in
         tshark without malformed marks.
  run 2, no capture (it would rightly fail rnic-pcap): malformed frames injected from a raw
