@@ -232,13 +232,16 @@ TEST_CASE("Malformed frames from a raw socket are counted and dropped or NAKed",
     transfer_and_check(*a, *b, fresh, 3, 11);
 }
 
-TEST_CASE("The peer daemon killed: outstanding work completes with retry-exceeded, then flushed", "[kill-peer]") {
+TEST_CASE("The peer daemon killed with WRITEs and a READ in flight: retry-exceeded, then flushed", "[kill-peer]") {
     const auto env = bed_env();
-    auto a = open_side(env.at("sock_a"), 10 * kChunk);
-    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    constexpr uint32_t kBig = 1 << 20;
+    constexpr int kFirst = 16, kWrites = 32;
+    auto a = open_side(env.at("sock_a"), 2 * kBig);  // [0, 1 MiB) WRITE source, then the READ's sink
+    auto b = open_side(env.at("sock_b"), kBig + 10 * kChunk);
     QpOptions o;
-    o.timeout = 10;  // 4 ms
-    o.retry_cnt = 2;
+    o.mtu = IBV_MTU_4096;
+    o.timeout = 14;  // 67 ms
+    o.retry_cnt = 3;
     const QpPair p = connect_pair(*a, *b, o);
     transfer_and_check(*a, *b, p, 2, 3);
     // B also has receives outstanding: its client must flush them once its daemon is gone.
@@ -246,18 +249,85 @@ TEST_CASE("The peer daemon killed: outstanding work completes with retry-exceede
 
     const pid_t daemon_b = read_pid(std::string(std::getenv("RNIC_TESTBED_DIR")) + "/rnicd-b.pid");
     REQUIRE(daemon_b > 0);
+    fill_pattern(a->buf->data, kBig, 17);
+    const uint64_t dst = reinterpret_cast<uintptr_t>(b->buf->data);
+    const auto post_write = [&](int i) {
+        REQUIRE(post_send(*a, p.a, IBV_WR_RDMA_WRITE, 100 + i, a->buf->data, kBig, dst, b->mr->rkey) == 0);
+    };
+
+    // 16 MiB of WRITEs while B answers; once the first completes, B is stopped (SIGSTOP) where
+    // it stands, so whatever of them it had not acknowledged stays outstanding. Killing B
+    // straight away raced the transfer: on two cores shared by two SCHED_FIFO daemons this
+    // thread sometimes ran again only after all of it had completed. The stop makes "not
+    // complete" certain: another 16 MiB of WRITEs and a READ are posted while B is stopped.
+    for (int i = 0; i < kFirst; ++i) post_write(i);
+    std::vector<Cqe> got = wait_completions(*a, 1, std::chrono::seconds(10));
+    REQUIRE(!got.empty());
+    REQUIRE(got[0].status == IBV_WC_SUCCESS);
+    REQUIRE(kill(daemon_b, SIGSTOP) == 0);
+    const auto stopped = std::chrono::steady_clock::now();
+    for (int i = kFirst; i < kWrites; ++i) post_write(i);
+    constexpr uint64_t kReadId = 100 + kWrites;
+    REQUIRE(post_send(*a, p.a, IBV_WR_RDMA_READ, kReadId, a->buf->data + kBig, kBig, dst, b->mr->rkey) == 0);
+    constexpr size_t kPosted = kWrites + 1;
+    // ACKs B sent before it stopped may still complete a few WRITEs; then nothing moves.
+    const auto more = wait_completions(*a, kPosted, std::chrono::milliseconds(20));
+    got.insert(got.end(), more.begin(), more.end());
+    REQUIRE(got.size() < kPosted);
+    for (const Cqe& c : got) REQUIRE(c.status == IBV_WC_SUCCESS);
     REQUIRE(kill(daemon_b, SIGKILL) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (int i = 0; i < 16; ++i) {
-        REQUIRE(post_send(*a, p.a, IBV_WR_RDMA_WRITE, 100 + i, a->buf->data, kChunk,
-                          reinterpret_cast<uintptr_t>(b->buf->data), b->mr->rkey) == 0);
+
+    // B's last ACK left it before the stop, so the requester gives up between retry_cnt and
+    // retry_cnt + 1 timeouts after that (IBA 9.7.6.1.3; each timeout starts when the previous
+    // one fired, the retransmissions go out within it). Allowed: twice that, plus the time to
+    // send the whole batch once more at 1 Gb/s, plus 0.5 s for a loaded machine.
+    const auto timeout = std::chrono::nanoseconds(4096ull << o.timeout);
+    const auto batch_at_1gbps = std::chrono::nanoseconds(uint64_t{kPosted} * kBig * 8);
+    const auto limit = 2 * (o.retry_cnt + 1) * timeout + batch_at_1gbps + std::chrono::milliseconds(500);
+    const auto rest = wait_completions(*a, kPosted - got.size(),
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+    const auto elapsed = std::chrono::steady_clock::now() - stopped;
+    got.insert(got.end(), rest.begin(), rest.end());
+    REQUIRE(got.size() == kPosted);
+    // Each WR exactly once: nothing more arrives within two more timeouts.
+    CHECK(wait_completions(*a, 1, std::chrono::duration_cast<std::chrono::milliseconds>(2 * timeout)).empty());
+
+    // In posting order: the WRITEs B acknowledged before dying, then the first one it did not
+    // with RETRY_EXC_ERR, then every later WR flushed, the READ among them.
+    size_t first_failed = 0;
+    while (first_failed < got.size() && got[first_failed].status == IBV_WC_SUCCESS) ++first_failed;
+    INFO("completed before the stop: " << first_failed << " of " << kPosted << ", retry-exceeded after "
+                                        << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                                        << " ms (limit " << std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()
+                                        << " ms)");
+    REQUIRE(first_failed < kWrites);  // a WRITE and the READ behind it were outstanding (checked above)
+    for (size_t i = 0; i < got.size(); ++i) {
+        INFO("completion " << i << " wr_id " << got[i].wr_id << " status " << got[i].status);
+        CHECK(got[i].wr_id == 100 + i);
+        if (i < first_failed) {
+            CHECK(got[i].opcode == IBV_WC_RDMA_WRITE);
+        } else if (i == first_failed) {
+            CHECK(got[i].status == IBV_WC_RETRY_EXC_ERR);
+        } else {
+            CHECK(got[i].status == IBV_WC_WR_FLUSH_ERR);
+        }
     }
-    const auto got = wait_completions(*a, 16, std::chrono::seconds(20));
-    REQUIRE(got.size() == 16);
-    CHECK(got[0].status == IBV_WC_RETRY_EXC_ERR);
-    for (size_t i = 1; i < got.size(); ++i) CHECK(got[i].status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(got.back().wr_id == kReadId);
+    CHECK(got.back().status == IBV_WC_WR_FLUSH_ERR);
+    // Not before the retries were spent: at least retry_cnt timeouts passed after the stop.
+    CHECK(elapsed >= o.retry_cnt * timeout);
+    const auto qa = a->conn->query_qp(p.a, IBV_QP_STATE);
+    REQUIRE(qa.ok());
+    CHECK(qa->attr.qp_state == IBV_QPS_ERR);
+
     const auto flushed = wait_completions(*b, 4, std::chrono::seconds(10));
     REQUIRE(flushed.size() == 4);
     for (const Cqe& c : flushed) CHECK(c.status == IBV_WC_WR_FLUSH_ERR);
     CHECK(b->conn->dead());
+
+    // The survivor serves new QPs: one from the session that lost its peer and one from a new
+    // session, looped back inside daemon A (B is gone).
+    auto a2 = open_side(env.at("sock_a"), 10 * kChunk);
+    const QpPair fresh = connect_pair(*a, *a2, QpOptions{});
+    transfer_and_check(*a, *a2, fresh, 3, 41);
 }
