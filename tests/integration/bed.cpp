@@ -208,6 +208,36 @@ std::map<std::string, uint64_t> counters(Connection& conn) {
     return out;
 }
 
+std::vector<SessionObjects> sessions(Connection& conn) {
+    auto text = conn.stats();
+    REQUIRE(text.ok());
+    const auto doc = nlohmann::json::parse(*text);
+    std::vector<SessionObjects> out;
+    for (const auto& s : doc.at("sessions")) {
+        SessionObjects o;
+        o.id = s.at("id").get<uint64_t>();
+        o.pid = s.at("pid").get<uint64_t>();
+        o.pds = s.at("pds").get<uint64_t>();
+        o.mrs = s.at("mrs").get<uint64_t>();
+        o.cqs = s.at("cqs").get<uint64_t>();
+        o.qps = s.at("qps").get<uint64_t>();
+        o.srqs = s.at("srqs").get<uint64_t>();
+        o.ahs = s.at("ahs").get<uint64_t>();
+        o.segments = s.at("segments").get<uint64_t>();
+        out.push_back(o);
+    }
+    return out;
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn) {
+    auto text = conn.stats();
+    REQUIRE(text.ok());
+    const auto doc = nlohmann::json::parse(*text);
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    for (const auto& q : doc.at("qps")) out.emplace_back(q.at("qpn").get<uint32_t>(), q.at("pid").get<uint64_t>());
+    return out;
+}
+
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());

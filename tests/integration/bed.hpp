@@ -85,6 +85,14 @@ int post_recv(Side& s, host::client::Qp* qp, uint64_t wr_id, uint8_t* local, uin
 // The daemon's Stats document, counters by name.
 std::map<std::string, uint64_t> counters(Connection& conn);
 
+// One entry of the Stats document's "sessions": the objects a client holds in that daemon.
+struct SessionObjects {
+    uint64_t id = 0, pid = 0, pds = 0, mrs = 0, cqs = 0, qps = 0, srqs = 0, ahs = 0, segments = 0;
+};
+std::vector<SessionObjects> sessions(Connection& conn);
+// The "qps" list: (qpn, pid of the owning client).
+std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn);
+
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed);
 
 }  // namespace rnic::itest

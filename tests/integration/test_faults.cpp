@@ -14,7 +14,9 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
+#include <tuple>
 
 #include "bed.hpp"
 #include "rnic/wire/builder.hpp"
@@ -98,6 +100,24 @@ TEST_CASE("Loss on the link: RC data complete and in order, retransmissions coun
     CHECK(after.at("retransmitted_packets") > before.at("retransmitted_packets"));
 }
 
+namespace {
+
+// What the Stats documents of both daemons say about one client.
+struct Holdings {
+    std::optional<SessionObjects> session;  // its entry, if the daemon still has one
+    size_t qps_listed = 0;                  // QPs in the "qps" list owned by its pid
+};
+
+Holdings holdings(Connection& conn, pid_t pid) {
+    Holdings h;
+    for (const SessionObjects& s : sessions(conn))
+        if (s.pid == uint64_t(pid)) h.session = s;
+    for (const auto& [qpn, owner] : qp_owners(conn)) h.qps_listed += owner == uint64_t(pid);
+    return h;
+}
+
+}  // namespace
+
 TEST_CASE("A client killed mid-transfer: its resources are freed, the daemon keeps serving", "[kill-client]") {
     const auto env = bed_env();
     int ready[2];
@@ -105,11 +125,35 @@ TEST_CASE("A client killed mid-transfer: its resources are freed, the daemon kee
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-        // The victim: connect, set up a pair, stream WRITEs until killed. No Catch2 here.
+        // The victim: in each daemon a PD, a CQ, an MR, an SRQ, an AH and two RC QPs (one on the
+        // SRQ), then WRITEs streamed until killed. No Catch2 here: a failure only shows as
+        // missing objects in the parent's checks below.
         close(ready[0]);
         auto a = open_side(env.at("sock_a"), 8 * kChunk);
         auto b = open_side(env.at("sock_b"), 8 * kChunk);
         const QpPair p = connect_pair(*a, *b, QpOptions{});
+        for (Side* s : {a.get(), b.get()}) {
+            auto srq = s->conn->create_srq(s->pd, 64, 1, 0);
+            if (!srq.ok()) _exit(3);
+            hc::QpInitAttr init{};
+            init.qp_type = IBV_QPT_RC;
+            init.send_cq = s->cq;
+            init.recv_cq = s->cq;
+            init.srq = *srq;
+            init.cap = {16, 0, 1, 1, 0};
+            if (!s->conn->create_qp(s->pd, init).ok()) _exit(4);
+            for (int i = 0; i < 8; ++i) {
+                rnic::host::abi::Sge sge{reinterpret_cast<uintptr_t>(s->buf->data), 4096, s->mr->lkey};
+                hc::RecvWr wr{};
+                wr.wr_id = uint64_t(i);
+                wr.sg_list = &sge;
+                wr.num_sge = 1;
+                const hc::RecvWr* bad = nullptr;
+                if (s->conn->post_srq_recv(*srq, &wr, &bad) != 0) _exit(5);
+            }
+            Side& peer = s == a.get() ? *b : *a;
+            if (!s->conn->create_ah(s->pd, peer.self_av).ok()) _exit(6);
+        }
         (void)!write(ready[1], "r", 1);
         Cqe batch[16];
         for (uint64_t i = 0;; ++i) {
@@ -120,27 +164,66 @@ TEST_CASE("A client killed mid-transfer: its resources are freed, the daemon kee
     }
     close(ready[1]);
     char c = 0;
-    REQUIRE(read(ready[0], &c, 1) == 1);
+    const ssize_t n = read(ready[0], &c, 1);
     close(ready[0]);
+    if (n != 1) {
+        int status = 0;
+        waitpid(child, &status, 0);
+        FAIL("the victim died setting up, exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    }
+
+    auto a = open_side(env.at("sock_a"), 10 * kChunk);
+    auto b = open_side(env.at("sock_b"), 10 * kChunk);
+    // Before the kill both daemons account every object the victim made, so that their absence
+    // afterwards means something.
+    for (Side* s : {a.get(), b.get()}) {
+        const Holdings h = holdings(*s->conn, child);
+        REQUIRE(h.session.has_value());
+        CHECK(h.session->pds == 1);
+        CHECK(h.session->cqs == 1);
+        CHECK(h.session->mrs == 1);
+        CHECK(h.session->srqs == 1);
+        CHECK(h.session->ahs == 1);
+        CHECK(h.session->qps == 2);
+        CHECK(h.session->segments >= 1);
+        CHECK(h.qps_listed == 2);
+    }
+    const auto closed_a = counters(*a->conn).at("host_sessions_closed");
+    const auto closed_b = counters(*b->conn).at("host_sessions_closed");
+    const auto written_before = counters(*b->conn).at("rx_bytes");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Mid-transfer: B's responder took WRITE data from the victim while we waited.
+    CHECK(counters(*b->conn).at("rx_bytes") > written_before);
     REQUIRE(kill(child, SIGKILL) == 0);
     int status = 0;
     REQUIRE(waitpid(child, &status, 0) == child);
 
-    auto a = open_side(env.at("sock_a"), 10 * kChunk);
-    auto b = open_side(env.at("sock_b"), 10 * kChunk);
-    // Both daemons notice the closed sockets and reclaim: only our own session is left.
-    std::map<std::string, uint64_t> ca, cb;
+    // Both daemons notice the closed sockets and reclaim: nothing of the victim's is left, and
+    // our own session holds exactly what open_side made.
+    Holdings ha, hb;
     for (int i = 0; i < 100; ++i) {
-        ca = counters(*a->conn);
-        cb = counters(*b->conn);
-        if (ca.at("sessions") == 1 && cb.at("sessions") == 1 && ca.at("qps") == 0 && cb.at("qps") == 0) break;
+        ha = holdings(*a->conn, child);
+        hb = holdings(*b->conn, child);
+        if (!ha.session && !hb.session && ha.qps_listed == 0 && hb.qps_listed == 0) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    CHECK(ca.at("sessions") == 1);
-    CHECK(cb.at("sessions") == 1);
-    CHECK(ca.at("qps") == 0);
-    CHECK(cb.at("qps") == 0);
+    for (const auto& [name, side, h, closed_before] :
+         {std::tuple{"A", a.get(), ha, closed_a}, std::tuple{"B", b.get(), hb, closed_b}}) {
+        INFO("daemon " << name);
+        CHECK_FALSE(h.session.has_value());
+        CHECK(h.qps_listed == 0);
+        CHECK(counters(*side->conn).at("host_sessions_closed") == closed_before + 1);
+        CHECK(qp_owners(*side->conn).empty());
+        const auto all = sessions(*side->conn);
+        REQUIRE(all.size() == 1);
+        CHECK(all[0].pid == uint64_t(getpid()));
+        CHECK(all[0].pds == 1);
+        CHECK(all[0].cqs == 1);
+        CHECK(all[0].mrs == 1);
+        CHECK(all[0].srqs == 0);
+        CHECK(all[0].ahs == 0);
+        CHECK(all[0].qps == 0);
+    }
     const QpPair p = connect_pair(*a, *b, QpOptions{});
     transfer_and_check(*a, *b, p, 5, 77);
 }
