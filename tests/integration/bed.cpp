@@ -238,6 +238,15 @@ std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn) {
     return out;
 }
 
+void record_fact(const std::string& json_line) {
+    const char* dir = std::getenv("RNIC_TESTBED_DIR");
+    REQUIRE(dir != nullptr);
+    std::ofstream out(std::string(dir) + "/facts.jsonl", std::ios::app);
+    out << json_line << "\n";
+    out.flush();
+    REQUIRE(out.good());
+}
+
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());

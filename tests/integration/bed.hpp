@@ -93,6 +93,10 @@ std::vector<SessionObjects> sessions(Connection& conn);
 // The "qps" list: (qpn, pid of the owning client).
 std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn);
 
+// Appends one JSON line to $RNIC_TESTBED_DIR/facts.jsonl: what a test did that the driver must
+// find in the captures (which flows carry a traffic class, which frames were injected broken).
+void record_fact(const std::string& json_line);
+
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed);
 
 }  // namespace rnic::itest

@@ -383,18 +383,29 @@ TEST_CASE("Malformed frames from a raw socket are counted and dropped or NAKed",
     std::memset(a->buf->data, 0, 64);
     const auto before = counters(*a->conn);
 
+    // Each injected frame gets its own UDP source port below 0xC000, a range rnicd never sends
+    // from (its ports are 0xC000 | flow hash), so the driver finds exactly these frames in A's
+    // capture and knows what rnic-pcap must say about each.
+    const auto inject = [&](const char* what, uint16_t sport, const char* expect, auto&& mangle) {
+        spec.src_port = sport;
+        size_t len = build();
+        len = mangle(len);
+        send(len);
+        record_fact(std::string(R"({"kind": "inject", "what": ")") + what + R"(", "sport": )" +
+                    std::to_string(sport) + R"(, "expect": ")" + expect + R"("})");
+    };
     // 1. bad ICRC, 2. truncated in the RETH, 3. unknown QPN (valid ICRC)
-    size_t n = build();
-    frame[n - 1] ^= 0xFF;
-    send(n);
-    n = build();
-    send(14 + 20 + 8 + 12 + 6);
+    inject("bad ICRC", 0xB001, "bad_icrc", [&](size_t len) {
+        frame[len - 1] ^= 0xFF;
+        return len;
+    });
+    inject("truncated in the RETH", 0xB002, "truncated", [](size_t) { return size_t{14 + 20 + 8 + 12 + 6}; });
     const uint32_t real_qpn = spec.bth.dest_qp;
     spec.bth.dest_qp = 0xFFFF00;
-    send(build());
+    inject("unknown QPN", 0xB003, "ok", [](size_t len) { return len; });
     spec.bth.dest_qp = real_qpn;
     // 4. a WRITE with a wrong rkey at the expected PSN: NAK (remote access error), nothing written
-    send(build());
+    inject("wrong rkey", 0xB004, "ok", [](size_t len) { return len; });
 
     std::map<std::string, uint64_t> after;
     for (int i = 0; i < 100; ++i) {
