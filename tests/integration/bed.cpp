@@ -148,8 +148,10 @@ QpPair connect_pair(Side& a, Side& b, const QpOptions& o) {
     QpPair p;
     p.a = create_qp(a, o);
     p.b = create_qp(b, o);
-    bring_up(a, p.a, p.b->qpn, peer_av(b, o.gid_index), o);
-    bring_up(b, p.b, p.a->qpn, peer_av(a, o.gid_index), o);
+    abi::AddressVector to_b = peer_av(b, o.gid_index), to_a = peer_av(a, o.gid_index);
+    to_b.traffic_class = to_a.traffic_class = o.traffic_class;
+    bring_up(a, p.a, p.b->qpn, to_b, o);
+    bring_up(b, p.b, p.a->qpn, to_a, o);
     return p;
 }
 

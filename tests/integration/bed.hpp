@@ -61,6 +61,9 @@ struct QpOptions {
     // The GID both ends use (as source and as the peer's destination): 0 is the IPv4-mapped one,
     // 1 link-local, 2 the first --ip6 address (RoCEv2 over IPv6).
     uint8_t gid_index = 0;
+    // The GRH traffic class both ends put in their path: the IPv4 TOS byte or the IPv6 traffic
+    // class of every frame the pair sends (DSCP << 2 | ECN).
+    uint8_t traffic_class = 0;
 };
 
 // How a peer addresses `s` through its GID `gid_index`, sending from its own GID of that index

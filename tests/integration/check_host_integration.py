@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Two rnicd on the test bed, driven through the client library (host_integration, Catch2).
 Every run captures on both daemons, and every capture is checked frame by frame:
- run 1: RC/UD/atomics, RC over IPv6 GIDs (link-local and fd77::); 2% loss each way (XDP on the
-        receiving veth, the kernel here has no netem) under WRITE, SEND, READ and both atomics;
-        a client killed mid-transfer. Both captures must pass rnic-pcap, hold IPv6 frames, and
-        show the loss (frames one side sent that the other never got).
+ run 1: RC/UD/atomics at MTU 1024 and 4096, RC over IPv6 GIDs (link-local and fd77::), RC with a
+        GRH traffic class over IPv4 and IPv6; 2% loss each way (XDP on the receiving veth, the
+        kernel here has no netem) under WRITE, SEND, READ and both atomics; a client killed
+        mid-transfer. Both captures must pass rnic-pcap, hold IPv6 frames, show the loss (frames
+        one side sent that the other never got), carry the traffic class exactly on the marked
+        QPs' frames.
  run 2: malformed frames injected from a raw socket in namespace B, then the peer daemon B
         killed with SIGKILL under a batch of WRITEs and a READ. A's capture must fail rnic-pcap
         on exactly the injected broken frames and on nothing else; B's capture ends where the
         kill cut it and is checked up to its last whole record.
+ run 3: a 1500-byte link (active MTU 1024): UD up to 1024 bytes, nothing larger, RC capped.
 For every capture tshark must decode as InfiniBand exactly the frames rnic-pcap counts as
 RoCEv2, with the same opcode, PSN and destination QP in each, and flag none in the RoCEv2
 headers.
@@ -108,8 +111,8 @@ def rnic_pcap_json(pcap):
 def tshark_frames(pcap):
     """frame number -> what tshark decoded, in one pass (~2.6 s for 185k frames here)."""
     fields = ["frame.number", "frame.protocols", "infiniband.bth.opcode", "infiniband.bth.psn",
-              "infiniband.bth.destqp", "udp.srcport", "_ws.malformed", "_ws.expert.message",
-              "_ws.expert.severity"]
+              "infiniband.bth.destqp", "udp.srcport", "ip.dsfield", "ipv6.tclass", "_ws.malformed",
+              "_ws.expert.message", "_ws.expert.severity"]
     args = ["tshark", "-r", pcap, "-T", "fields", "-E", "aggregator=|"]
     for f in fields:
         args += ["-e", f]
@@ -129,10 +132,11 @@ def tshark_frames(pcap):
             "psn": first(v[3]),
             "destqp": first(v[4], 16),
             "sport": first(v[5]),
-            "malformed": bool(v[6]),
-            "expert": set(v[7].split("|")) - {""},
+            "tos": first(v[6], 16) if v[6] else first(v[7], 16),
+            "malformed": bool(v[8]),
+            "expert": set(v[9].split("|")) - {""},
             # PI_ERROR is 0x00800000; notes and warnings below it carry no verdict
-            "error": any(int(x) >= 0x00800000 for x in v[8].split("|") if x),
+            "error": any(int(x) >= 0x00800000 for x in v[10].split("|") if x),
         }
     return frames
 
@@ -228,6 +232,43 @@ def check_loss_was_real(a_packets, b_packets):
             fail(f"loss from {sender}: {lost} frames lost, {extra} unexplained; the loss rule did not lose frames")
 
 
+def check_traffic_class(label, packets, facts):
+    """The marked QPs' frames carry the traffic class in the IPv4 TOS byte / IPv6 traffic class;
+    every other frame carries 0."""
+    flows = {}
+    for f in facts:
+        if f["kind"] == "tos":
+            for dst, qpn in f["flows"]:
+                flows[(dst, qpn)] = f["tc"]
+    seen = {k: 0 for k in flows}
+    wrong = []
+    for n, p in packets.items():
+        if "opcode" not in p:
+            continue
+        tc = p["dscp"] << 2 | p["ecn"]
+        key = (p["dst"], p["dest_qp"])
+        if key in seen:
+            seen[key] += 1
+        if tc != flows.get(key, 0):
+            wrong.append((n, key, hex(tc), hex(flows.get(key, 0))))
+    marked = {f"{d}/{q}": seen[(d, q)] for (d, q), tc in flows.items() if tc}
+    print(f"{label}: traffic class checked on {len(packets)} frames, marked flows (frames) {marked}", flush=True)
+    if wrong:
+        fail(f"{label}: {len(wrong)} frames with the wrong traffic class, first (frame, flow, got, want): {wrong[:5]}")
+    # Each recorded flow, marked or not, carried SENDs, WRITEs, a READ and an atomic: dozens of
+    # frames each way.
+    thin = [k for k, n in seen.items() if n < 16]
+    if thin:
+        fail(f"{label}: traffic-class flows with almost no frames: {thin}")
+
+
+def check_tos_agrees_with_tshark(label, packets, tframes):
+    differ = [n for n, p in packets.items()
+              if "opcode" in p and tframes.get(n, {}).get("tos") != (p["dscp"] << 2 | p["ecn"])]
+    if differ:
+        fail(f"{label}: tshark's TOS/traffic class differs from rnic-pcap's on frames {differ[:10]}")
+
+
 def check_ipv6(label, packets):
     v6 = [p for p in packets.values() if p.get("ip_version") == 6]
     by_prefix = {pre: sum(1 for p in v6 if p["src"].startswith(pre)) for pre in ("fd77:", "fe80:")}
@@ -240,18 +281,22 @@ started = time.monotonic()
 try:
     # ---- run 1 ----
     up()
-    catch("[rc],[ud],[ipv6]")
+    catch("[rc],[ud],[ipv6],[tos]")
     run([testbed, "loss", "2"])
     catch("[loss]")
     run([testbed, "loss", "0"])
     catch("[kill-client]")
-    pcaps, _ = down_and_keep("run1")
+    pcaps, facts = down_and_keep("run1")
     got = {}
     for side in "ab":
         label = f"run 1 {side}.pcap"
-        packets, _ = check_capture(label, pcaps[side])
+        packets, tframes = check_capture(label, pcaps[side])
         got[side] = packets
         check_ipv6(label, packets)
+        if not any(f["kind"] == "tos" and f["tc"] for f in facts):
+            fail(f"{label}: [tos] recorded no marked flows")
+        check_traffic_class(label, packets, facts)
+        check_tos_agrees_with_tshark(label, packets, tframes)
     check_loss_was_real(got["a"], got["b"])
 
     # ---- run 2 ----
@@ -278,6 +323,7 @@ try:
             expect_failed[frames[0]] = "truncated_ip"  # the IP total length runs past the frame
     print(f"run 2 a.pcap: injected frames at {found}", flush=True)
     packets, _ = check_capture("run 2 a.pcap", pcaps["a"], expect_failed)
+    check_traffic_class("run 2 a.pcap", packets, [])
     for f in injected:
         if f["expect"] == "ok" and len(found[f["what"]]) == 1:
             p = packets.get(found[f["what"]][0], {})
@@ -290,10 +336,24 @@ try:
         whole, cut = whole_records(pcaps["b"])
         print(f"run 2 b.pcap: killed daemon's capture, {cut} bytes of a partial last record cut", flush=True)
         if whole:
-            check_capture("run 2 b.pcap (up to the kill)", whole)
+            packets, _ = check_capture("run 2 b.pcap (up to the kill)", whole)
+            check_traffic_class("run 2 b.pcap (up to the kill)", packets, [])
     else:
         fail("run 2: no capture from daemon B")
 
+    # ---- run 3 ----
+    up(mtu=1500)
+    catch("[ud],[mtu1024]")
+    pcaps, facts = down_and_keep("run3")
+    for side in "ab":
+        label = f"run 3 {side}.pcap"
+        packets, _ = check_capture(label, pcaps[side])
+        check_traffic_class(label, packets, [])
+        ud = [p["payload_length"] for p in packets.values() if p.get("opcode_name") == "UD_SEND_ONLY"]
+        rc = [p["payload_length"] for p in packets.values() if p.get("transport") == "RC"]
+        print(f"{label}: UD payloads {sorted(set(ud))}, largest RC payload {max(rc, default=0)}", flush=True)
+        if max(ud, default=0) != 1024 or max(rc, default=0) > 1024:
+            fail(f"{label}: expected UD messages of exactly up to 1024 bytes and RC packets of at most 1024")
 finally:
     subprocess.run([testbed, "down"], env=env, capture_output=True, timeout=60)
 
