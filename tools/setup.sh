@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake pkg-config git
   catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libbpf-dev
   tshark python3 python3-scapy
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
   iproute2 nftables iputils-ping iperf3 sockperf

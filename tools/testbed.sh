@@ -7,7 +7,7 @@
 #                         [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
-#   tools/testbed.sh loss PCT [a|b|both]  drop PCT% of RoCEv2 frames each side sends (0: off)
+#   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
 #
 # Environment: RNIC_TESTBED (name prefix, default rnictb: use another to run beds side by side),
 # RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
@@ -158,27 +158,30 @@ cmd_down() {
     echo "testbed: down"
 }
 
-# Loss on the link without netem (this kernel has none): a netdev egress rule on the sending
-# side's veth. It sits after af_packet's TX, so rnicd's own capture still shows the frame as
-# sent (as a switch dropping it would), and it drops only UDP 4791, never ARP or side channels.
+# Loss on the link without netem (this kernel has none): an XDP program on the receiving veth
+# (tools/testbed-loss.bpf.c, generic XDP: native XDP on a veth refuses a 9000-byte MTU). XDP runs
+# before the packet sockets take their copy, so a dropped frame reaches neither the peer rnicd nor
+# its capture, while the sender's capture still shows it as sent (as a switch dropping it would).
+# It drops only UDP 4791, never ARP, ND or side channels. A netdev egress rule on the sender did
+# not lose anything: af_packet puts a frame the egress hook drops back in its TX ring and sends it
+# with the next sendto(), so frames were only delayed (see the .bpf.c for the story).
 cmd_loss() {
-    local pct=${1:-} sides=${2:-both} side ns ifname
+    local pct=${1:-} sides=${2:-both} side ns ifname obj
     [[ $pct =~ ^[0-9]+$ && $pct -le 100 ]] || die "loss wants an integer percentage"
     [[ -f $state/env ]] || die "test bed is not up"
     source "$state/env"
     case $sides in a) sides="a" ;; b) sides="b" ;; both) sides="a b" ;; *) die "loss: a, b or both" ;; esac
+    obj=$state/loss-$pct.o
+    if ((pct)) && [[ ! -s $obj ]]; then
+        clang -O2 -g -target bpf -DLOSS_PCT="$pct" -I"/usr/include/$(gcc -dumpmachine)" \
+            -c "$here/testbed-loss.bpf.c" -o "$obj.tmp" && mv "$obj.tmp" "$obj" || die "cannot build the XDP loss program"
+    fi
     for side in $sides; do
-        if [[ $side == a ]]; then ns=$ns_a ifname=$if_a; else ns=$ns_b ifname=$if_b; fi
-        ip netns exec "$ns" nft delete table netdev rnic_loss 2>/dev/null || true
+        # Frames side A sends are lost on their way into B's interface, and the other way round.
+        if [[ $side == a ]]; then ns=$ns_b ifname=$if_b; else ns=$ns_a ifname=$if_a; fi
+        ip -n "$ns" link set dev "$ifname" xdpgeneric off
         ((pct == 0)) && continue
-        ip netns exec "$ns" nft -f - <<NFT
-table netdev rnic_loss {
-  chain egress {
-    type filter hook egress device "$ifname" priority 0;
-    udp dport 4791 numgen random mod 100 < $pct counter drop
-  }
-}
-NFT
+        ip -n "$ns" link set dev "$ifname" xdpgeneric obj "$obj" sec xdp
     done
 }
 

@@ -148,8 +148,10 @@ QpPair connect_pair(Side& a, Side& b, const QpOptions& o) {
     QpPair p;
     p.a = create_qp(a, o);
     p.b = create_qp(b, o);
-    bring_up(a, p.a, p.b->qpn, peer_av(b, o.gid_index), o);
-    bring_up(b, p.b, p.a->qpn, peer_av(a, o.gid_index), o);
+    abi::AddressVector to_b = peer_av(b, o.gid_index), to_a = peer_av(a, o.gid_index);
+    to_b.traffic_class = to_a.traffic_class = o.traffic_class;
+    bring_up(a, p.a, p.b->qpn, to_b, o);
+    bring_up(b, p.b, p.a->qpn, to_a, o);
     return p;
 }
 
@@ -206,6 +208,45 @@ std::map<std::string, uint64_t> counters(Connection& conn) {
     out["sessions"] = doc.at("sessions").size();
     out["qps"] = doc.at("qps").size();
     return out;
+}
+
+std::vector<SessionObjects> sessions(Connection& conn) {
+    auto text = conn.stats();
+    REQUIRE(text.ok());
+    const auto doc = nlohmann::json::parse(*text);
+    std::vector<SessionObjects> out;
+    for (const auto& s : doc.at("sessions")) {
+        SessionObjects o;
+        o.id = s.at("id").get<uint64_t>();
+        o.pid = s.at("pid").get<uint64_t>();
+        o.pds = s.at("pds").get<uint64_t>();
+        o.mrs = s.at("mrs").get<uint64_t>();
+        o.cqs = s.at("cqs").get<uint64_t>();
+        o.qps = s.at("qps").get<uint64_t>();
+        o.srqs = s.at("srqs").get<uint64_t>();
+        o.ahs = s.at("ahs").get<uint64_t>();
+        o.segments = s.at("segments").get<uint64_t>();
+        out.push_back(o);
+    }
+    return out;
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn) {
+    auto text = conn.stats();
+    REQUIRE(text.ok());
+    const auto doc = nlohmann::json::parse(*text);
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    for (const auto& q : doc.at("qps")) out.emplace_back(q.at("qpn").get<uint32_t>(), q.at("pid").get<uint64_t>());
+    return out;
+}
+
+void record_fact(const std::string& json_line) {
+    const char* dir = std::getenv("RNIC_TESTBED_DIR");
+    REQUIRE(dir != nullptr);
+    std::ofstream out(std::string(dir) + "/facts.jsonl", std::ios::app);
+    out << json_line << "\n";
+    out.flush();
+    REQUIRE(out.good());
 }
 
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed) {

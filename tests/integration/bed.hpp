@@ -61,6 +61,9 @@ struct QpOptions {
     // The GID both ends use (as source and as the peer's destination): 0 is the IPv4-mapped one,
     // 1 link-local, 2 the first --ip6 address (RoCEv2 over IPv6).
     uint8_t gid_index = 0;
+    // The GRH traffic class both ends put in their path: the IPv4 TOS byte or the IPv6 traffic
+    // class of every frame the pair sends (DSCP << 2 | ECN).
+    uint8_t traffic_class = 0;
 };
 
 // How a peer addresses `s` through its GID `gid_index`, sending from its own GID of that index
@@ -84,6 +87,18 @@ int post_recv(Side& s, host::client::Qp* qp, uint64_t wr_id, uint8_t* local, uin
 
 // The daemon's Stats document, counters by name.
 std::map<std::string, uint64_t> counters(Connection& conn);
+
+// One entry of the Stats document's "sessions": the objects a client holds in that daemon.
+struct SessionObjects {
+    uint64_t id = 0, pid = 0, pds = 0, mrs = 0, cqs = 0, qps = 0, srqs = 0, ahs = 0, segments = 0;
+};
+std::vector<SessionObjects> sessions(Connection& conn);
+// The "qps" list: (qpn, pid of the owning client).
+std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn);
+
+// Appends one JSON line to $RNIC_TESTBED_DIR/facts.jsonl: what a test did that the driver must
+// find in the captures (which flows carry a traffic class, which frames were injected broken).
+void record_fact(const std::string& json_line);
 
 void fill_pattern(uint8_t* p, size_t n, uint32_t seed);
 
