@@ -231,6 +231,15 @@ std::vector<SessionObjects> sessions(Connection& conn) {
     return out;
 }
 
+std::map<std::string, uint64_t> device_objects(Connection& conn) {
+    auto text = conn.stats();
+    REQUIRE(text.ok());
+    const auto doc = nlohmann::json::parse(*text);
+    std::map<std::string, uint64_t> out;
+    for (const auto& [k, v] : doc.at("objects").items()) out[k] = v.get<uint64_t>();
+    return out;
+}
+
 std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn) {
     auto text = conn.stats();
     REQUIRE(text.ok());

@@ -93,6 +93,9 @@ struct SessionObjects {
     uint64_t id = 0, pid = 0, pds = 0, mrs = 0, cqs = 0, qps = 0, srqs = 0, ahs = 0, segments = 0;
 };
 std::vector<SessionObjects> sessions(Connection& conn);
+// The device-wide counts Stats takes from the engine itself (its "objects"): an object a
+// reclaimed session failed to destroy still shows there.
+std::map<std::string, uint64_t> device_objects(Connection& conn);
 // The "qps" list: (qpn, pid of the owning client).
 std::vector<std::pair<uint32_t, uint64_t>> qp_owners(Connection& conn);
 

@@ -329,6 +329,16 @@ TEST_CASE("A client killed mid-transfer: its resources are freed, the daemon kee
         CHECK(all[0].srqs == 0);
         CHECK(all[0].ahs == 0);
         CHECK(all[0].qps == 0);
+        // The engine's own counts agree: nothing of the victim survived in the device.
+        const auto objects = device_objects(*side->conn);
+        CHECK(objects.at("sessions") == 1);
+        CHECK(objects.at("pds") == 1);
+        CHECK(objects.at("cqs") == 1);
+        CHECK(objects.at("mrs") == 1);
+        CHECK(objects.at("qps") == 0);
+        CHECK(objects.at("srqs") == 0);
+        CHECK(objects.at("ahs") == 0);
+        CHECK(objects.at("channels") == 0);
     }
     const QpPair p = connect_pair(*a, *b, QpOptions{});
     transfer_and_check(*a, *b, p, 5, 77);
