@@ -6,7 +6,6 @@ every ICRC ok; the frames of all files add up to the daemon's `captured` counter
 before the stop and the exit log's after), the files follow each other in time, and every WRITE
 PSN is in exactly one file (no frame lost or written twice at a rotation).
 Usage: check_capture_rotation.py TESTBED RNICD RNICCTL RNIC_PCAP"""
-import io
 import json
 import os
 import re
@@ -15,30 +14,19 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_host_client import Sess  # noqa: E402
+from systest import Checks, make_run  # noqa: E402
 
 testbed, rnicd, rnicctl, rnic_pcap = sys.argv[1:5]
 name = f"rnicr{os.getpid() % 10000}"
 state = f"/tmp/{name}"
 env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.94.0")
-failures = []
-real_stdout, sys.stdout = sys.stdout, io.StringIO()  # verdict first, then the progress lines
+checks = Checks(verdict_first=True)
+check, failures = checks.check, checks.failures
+run = make_run(env)
 
 IBV_WR_RDMA_WRITE = 0
 WRITES = 1024  # of 4096 bytes: 4 MiB, four files' worth and more on each side
 MAX_FILE = 1 << 20
-
-
-def run(*args, timeout=30, check=True):
-    r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def exit_counters(side):
@@ -125,7 +113,5 @@ try:
         run(testbed, "down", timeout=60, check=False)
         subprocess.run(["rm", "-rf", state])
 finally:
-    log, sys.stdout = sys.stdout.getvalue(), real_stdout
-    print(("FAILED: " + "; ".join(failures[:5])) if failures else "PASSED", flush=True)
-    print(log, end="")
-sys.exit(1 if failures else 0)
+    status = checks.finish()
+sys.exit(status)

@@ -22,26 +22,17 @@ import sys
 import time
 import zlib
 
+from systest import Checks, make_run
+
 testbed, rnicd, rnic_pcap = sys.argv[1:4]
 idle_mode = "--idle-cpu" in sys.argv[4:]
 ipv6_mode = "--ipv6" in sys.argv[4:]
 name = f"rnicdt{os.getpid() % 10000}"  # unique per run: parallel ctest runs do not collide
 env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=f"/tmp/{name}")
 state = env["RNIC_TESTBED_DIR"]
-failures = []
-
-
-def run(*args, timeout=30, check=True):
-    r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+checks = Checks()
+check, failures = checks.check, checks.failures
+run = make_run(env)
 
 
 def bed_env():

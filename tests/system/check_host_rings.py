@@ -14,25 +14,15 @@ import sys
 import time
 
 from raw_host_client import Sess
+from systest import Checks, make_run
 
 testbed, rnicd = sys.argv[1:3]
 name = f"rnicht{os.getpid() % 10000}"
 env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=f"/tmp/{name}")
 state = env["RNIC_TESTBED_DIR"]
-failures = []
-
-
-def run(*args, timeout=30, check=True):
-    r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+checks = Checks()
+check, failures = checks.check, checks.failures
+run = make_run(env)
 
 
 def functional():

@@ -17,20 +17,17 @@ import subprocess
 import sys
 import time
 
+from systest import Checks
+
 rnicd, rnic_run, rnicctl, rnic_pcap = sys.argv[1:5]
 tag = f"rnicmp{os.getpid() % 100000}"  # unique per run: parallel runs do not collide
 ns = tag
 if0, if1 = f"{tag[:11]}p0", f"{tag[:11]}p1"
 state = f"/tmp/{tag}"
 run_dir = f"{state}/run"
-failures = []
+checks = Checks(verdict_first=True)
+check, failures = checks.check, checks.failures
 daemon = None
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def sh(*args, timeout=30, check_rc=True):
@@ -183,6 +180,5 @@ except Exception as e:  # a set-up failure is a failure of the test, reported, t
     failures.append(str(e))
 finally:
     tear_down()
-
-print(f"{len(failures)} failure(s)" if failures else "all checks passed")
-sys.exit(1 if failures else 0)
+    status = checks.finish()
+sys.exit(status)

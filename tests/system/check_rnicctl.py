@@ -13,7 +13,6 @@ Then SIGINT to rnic0 while a client holds a QP with receives posted: DEVICE_FATA
 async ring, a flush completion per receive, the connection closed, exit 0, the socket removed,
 and the capture flushed (rnic-pcap reads it, every ICRC ok, as many frames as `captured`).
 Usage: check_rnicctl.py TESTBED RNICD RNICCTL RNIC_PCAP"""
-import io
 import json
 import os
 import re
@@ -25,31 +24,19 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_host_client import Sess  # noqa: E402
+from systest import Checks, make_run  # noqa: E402
 
 testbed, rnicd, rnicctl, rnic_pcap = sys.argv[1:5]
 name = f"rnicc{os.getpid() % 10000}"
 state = f"/tmp/{name}"
 env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.93.0")
-failures = []
-# The verdict and the failures go first (CTest's excerpt of a failed test starts at its top).
-real_stdout, sys.stdout = sys.stdout, io.StringIO()
+checks = Checks(verdict_first=True)
+check, failures = checks.check, checks.failures
+run = make_run(env)
 
 IBV_WR_RDMA_WRITE, IBV_WR_SEND = 0, 2
 IBV_WC_WR_FLUSH_ERR = 5
 IBV_EVENT_DEVICE_FATAL = 8
-
-
-def run(*args, timeout=30, check=True):
-    r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def ctl(*args, check_rc=True):
@@ -309,7 +296,5 @@ try:
         run(testbed, "down", timeout=60, check=False)
         subprocess.run(["rm", "-rf", state])
 finally:
-    log, sys.stdout = sys.stdout.getvalue(), real_stdout
-    print(("FAILED: " + "; ".join(failures[:5])) if failures else "PASSED", flush=True)
-    print(log, end="")
-sys.exit(1 if failures else 0)
+    status = checks.finish()
+sys.exit(status)
