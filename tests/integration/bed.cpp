@@ -189,6 +189,22 @@ int post_send(Side& s, hc::Qp* qp, uint8_t opcode, uint64_t wr_id, uint8_t* loca
     return s.conn->post_send(qp, &wr, &bad);
 }
 
+int post_ud_send(Side& s, hc::Qp* qp, hc::Ah* ah, uint32_t remote_qpn, uint32_t qkey, uint64_t wr_id, uint8_t* local,
+                 uint32_t length) {
+    abi::Sge sge{reinterpret_cast<uintptr_t>(local), length, s.mr->lkey};
+    hc::SendWr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.ah = ah;
+    wr.remote_qpn = remote_qpn;
+    wr.remote_qkey = qkey;
+    const hc::SendWr* bad = nullptr;
+    return s.conn->post_send(qp, &wr, &bad);
+}
+
 int post_recv(Side& s, hc::Qp* qp, uint64_t wr_id, uint8_t* local, uint32_t length) {
     abi::Sge sge{reinterpret_cast<uintptr_t>(local), length, s.mr->lkey};
     hc::RecvWr wr{};

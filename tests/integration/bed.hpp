@@ -84,6 +84,9 @@ int post_send(Side& s, host::client::Qp* qp, uint8_t opcode, uint64_t wr_id, uin
               uint64_t remote_addr = 0, uint32_t rkey = 0, uint32_t imm = 0, uint64_t compare_add = 0,
               uint64_t swap = 0);
 int post_recv(Side& s, host::client::Qp* qp, uint64_t wr_id, uint8_t* local, uint32_t length);
+// A signaled UD SEND of `length` bytes at `local` through `ah` to remote_qpn/qkey.
+int post_ud_send(Side& s, host::client::Qp* qp, host::client::Ah* ah, uint32_t remote_qpn, uint32_t qkey,
+                 uint64_t wr_id, uint8_t* local, uint32_t length);
 
 // The daemon's Stats document, counters by name.
 std::map<std::string, uint64_t> counters(Connection& conn);
