@@ -68,6 +68,10 @@ std::string mac_text(const rnic::wire::MacAddr& m) {
     return buf;
 }
 
+std::string prefix_text(const rnic::port::Ipv6Prefix& p) {
+    return rnic::port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length);
+}
+
 void install_signals() {
     struct sigaction sa{};
     sa.sa_handler = on_stop;
@@ -88,7 +92,6 @@ void install_signals() {
 struct Device {
     rnic::port::DpdkPort* io = nullptr;
     std::unique_ptr<rnic::port::Capture> capture;
-    std::string pcap;
     rnic::port::HostAddress self;
     std::unique_ptr<rnic::transport::Engine> engine;
     std::unique_ptr<rnic::daemon::Datapath> dp;
@@ -137,7 +140,6 @@ int main(int argc, char** argv) {
             if (!opt.ports[i].pcap.empty())
                 devices[i].capture =
                     std::make_unique<port::Capture>(opt.ports[i].pcap, opt.ports[i].pcap_max_mb << 20);
-            devices[i].pcap = opt.ports[i].pcap;
         }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());
@@ -183,8 +185,7 @@ int main(int argc, char** argv) {
         sc.mac = d.self.mac;
         sc.ipv4 = d.self.ipv4;
         sc.prefix_length = d.self.prefix_length;
-        for (const port::Ipv6Prefix& p : d.self.ipv6)
-            sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
+        for (const port::Ipv6Prefix& p : d.self.ipv6) sc.ipv6.push_back(prefix_text(p));
         sc.ethernet_mtu = d.io->ip_mtu();
         sc.link_speed_mbps = d.io->link_speed_mbps();
         daemon::Datapath* dp = d.dp.get();
@@ -213,15 +214,11 @@ int main(int argc, char** argv) {
         }
     }
 
-    bool all_woken_by_frames = !opt.busy_poll;
     std::vector<daemon::Lane> lanes;
-    for (Device& d : devices) {
-        all_woken_by_frames = all_woken_by_frames && d.io->rx_wait_fd() >= 0;
-        lanes.push_back(daemon::Lane{*d.io, *d.dp, *d.host});
-    }
-    const uint64_t nap_cap_us = opt.idle_sleep_max_us      ? opt.idle_sleep_max_us
-                                : all_woken_by_frames ? daemon::kNapCapWokenUs
-                                                      : daemon::kNapCapTimedUs;
+    for (Device& d : devices) lanes.push_back(daemon::Lane{*d.io, *d.dp, *d.host});
+    const uint64_t nap_cap_us = opt.idle_sleep_max_us ? opt.idle_sleep_max_us
+                                : daemon::PollLoop::frames_end_naps(lanes, opt.busy_poll) ? daemon::kNapCapWokenUs
+                                                                                          : daemon::kNapCapTimedUs;
     daemon::PollLoop loop(std::move(lanes),
                           {.busy_poll = opt.busy_poll,
                            .spin_ns = opt.spin_us * 1000,
@@ -235,11 +232,11 @@ int main(int argc, char** argv) {
 
     for (Device& d : devices) {
         std::string ip6_text;
-        for (const port::Ipv6Prefix& p : d.self.ipv6)
-            ip6_text += " ip6 " + port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length);
+        for (const port::Ipv6Prefix& p : d.self.ipv6) ip6_text += " ip6 " + prefix_text(p);
         spdlog::info("rnicd up: {} port {} mac {} ip {}/{}{} gid0 {}{}", d.name, d.io->description(),
                      mac_text(d.self.mac), wire::ipv4_to_string(d.self.ipv4), int{d.self.prefix_length}, ip6_text,
-                     port::gid_table(d.self)[0].to_string(), d.capture ? " capture " + d.pcap : std::string());
+                     d.engine->config().gids[0].to_string(),
+                     d.capture ? " capture " + d.capture->current_path() : std::string());
     }
     spdlog::info("poll loop: {} device(s), polling {} sched {}", devices.size(),
                  opt.busy_poll ? std::string("busy")

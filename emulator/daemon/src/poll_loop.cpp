@@ -16,11 +16,6 @@ IdlePolicy::Config with_wake(IdlePolicy::Config c, bool wake) {
     return c;
 }
 
-bool all_wake_on_rx(const std::vector<Lane>& lanes, bool busy_poll) {
-    return !busy_poll && !lanes.empty() &&
-           std::all_of(lanes.begin(), lanes.end(), [](const Lane& l) { return l.io.rx_wait_fd() >= 0; });
-}
-
 std::optional<uint64_t> earliest(std::optional<uint64_t> a, std::optional<uint64_t> b) {
     if (!a) return b;
     if (!b) return a;
@@ -29,10 +24,15 @@ std::optional<uint64_t> earliest(std::optional<uint64_t> a, std::optional<uint64
 
 }  // namespace
 
+bool PollLoop::frames_end_naps(const std::vector<Lane>& lanes, bool busy_poll) {
+    return !busy_poll && !lanes.empty() &&
+           std::all_of(lanes.begin(), lanes.end(), [](const Lane& l) { return l.io.rx_wait_fd() >= 0; });
+}
+
 PollLoop::PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock)
     : lanes_(std::move(lanes)),
       clock_(clock),
-      wake_on_rx_(all_wake_on_rx(lanes_, idle.busy_poll)),
+      wake_on_rx_(frames_end_naps(lanes_, idle.busy_poll)),
       idle_(with_wake(idle, wake_on_rx_)) {
     for (Lane& l : lanes_) {
         services_.push_back(&l.host);

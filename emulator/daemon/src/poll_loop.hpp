@@ -55,6 +55,10 @@ public:
     PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock)
         : PollLoop(std::vector<Lane>{Lane{io, dp, host}}, idle, clock) {}
 
+    // Whether frames end this loop's naps: every port has a wake fd and the loop does not
+    // busy-poll (else the naps are timed, and short).
+    static bool frames_end_naps(const std::vector<Lane>& lanes, bool busy_poll);
+
     // One turn over every lane; when the idle policy says so, a nap after it.
     void turn();
 

@@ -274,9 +274,8 @@ int Engine::query_qp(uint32_t qpn, QpAttributes& attr) const {
     if (!qp) return EINVAL;
     attr = qp->attr;
     // The attributes keep the PSNs ModifyQp set; the IB spec's Query QP returns the current ones.
-    const QpSequence seq = *qp_sequence(qpn);
-    attr.sq_psn = seq.next_psn;
-    attr.rq_psn = seq.expected_psn;
+    attr.sq_psn = qp->next_psn;
+    attr.rq_psn = qp->epsn;
     attr.qp_state = qp->state;
     attr.cur_qp_state = qp->state;
     attr.cap = qp->init.cap;

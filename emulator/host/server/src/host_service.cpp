@@ -4,7 +4,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -136,29 +135,38 @@ NapEnd HostService::Impl::end_nap() {
     return NapEnd::Timer;
 }
 
-NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
-    Impl* self = this;
-    return nap_all(std::span<Impl* const>(&self, 1), max_ns, wake_on_rx);
-}
+namespace {
 
-NapEnd HostService::Impl::nap_all(std::span<Impl* const> all, uint64_t max_ns, bool wake_on_rx) {
-    for (Impl* m : all) m->arm_nap(wake_on_rx);
-    Impl& timer_owner = *all.front();
+// One nap for the `count` services impl_at(0) ... impl_at(count - 1) (the first owns the timer):
+// any of them woken ends it. An accessor rather than a container, so the poll loop's nap
+// allocates nothing (and no <ranges>: clang 14 cannot compile libstdc++ 12's).
+template <class ImplAt>
+NapEnd nap_together(size_t count, ImplAt impl_at, uint64_t max_ns, bool wake_on_rx) {
+    for (size_t i = 0; i < count; ++i) impl_at(i)->arm_nap(wake_on_rx);
+    HostService::Impl& timer_owner = *impl_at(0);
     timer_owner.arm_nap_timer(max_ns);
     // One handler at a time: the timer firing between naps ends no nap (nap_done is reset above
     // and the timer armed again); a control message, a kick or a frame of any service ends this one.
     auto any_woken = [&] {
-        return std::any_of(all.begin(), all.end(), [](const Impl* m) { return m->woken || m->wake_fired; });
+        for (size_t i = 0; i < count; ++i)
+            if (impl_at(i)->woken || impl_at(i)->wake_fired) return true;
+        return false;
     };
     while (!any_woken() && !timer_owner.nap_done) timer_owner.io.run_one();
     NapEnd why = NapEnd::Timer;
-    for (Impl* m : all) {
-        const NapEnd e = m->end_nap();
+    for (size_t i = 0; i < count; ++i) {
+        const NapEnd e = impl_at(i)->end_nap();
         if (e == NapEnd::Timer) continue;
         // The most telling reason: a kick, then a frame, then a control message.
         if (why == NapEnd::Timer || static_cast<int>(e) < static_cast<int>(why)) why = e;
     }
     return why;
+}
+
+}  // namespace
+
+NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
+    return nap_together(1, [this](size_t) { return this; }, max_ns, wake_on_rx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,10 +218,8 @@ NapEnd HostService::nap(uint64_t max_ns, bool wake_on_rx) {
     return impl_->nap(max_ns, wake_on_rx);
 }
 NapEnd HostService::nap_all(std::span<HostService* const> services, uint64_t max_ns, bool wake_on_rx) {
-    std::vector<Impl*> impls;
-    impls.reserve(services.size());
-    for (HostService* s : services) impls.push_back(s->impl_.get());
-    return Impl::nap_all(impls, max_ns, wake_on_rx);
+    return nap_together(
+        services.size(), [services](size_t i) { return services[i]->impl_.get(); }, max_ns, wake_on_rx);
 }
 NapEnd HostService::sleep(uint64_t max_ns) {
     return impl_->begin_nap() ? impl_->nap(max_ns, true) : NapEnd::Skipped;

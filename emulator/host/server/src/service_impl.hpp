@@ -134,7 +134,6 @@ struct HostService::Impl {
     void arm_nap(bool wake_on_rx);
     void arm_nap_timer(uint64_t max_ns);
     NapEnd end_nap();
-    static NapEnd nap_all(std::span<Impl* const> all, uint64_t max_ns, bool wake_on_rx);
 };
 
 }  // namespace rnic::host::server

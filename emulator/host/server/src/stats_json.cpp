@@ -134,9 +134,9 @@ std::string HostService::Impl::stats_json() const {
                            {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
                            {"session", qp->owner->id},
                            {"pid", qp->owner->pid},
-                           {"sq_psn", seq->next_psn},
+                           {"sq_psn", a.sq_psn},  // query_qp's are the live ones
                            {"sq_una_psn", seq->unacked_psn},
-                           {"rq_psn", seq->expected_psn},
+                           {"rq_psn", a.rq_psn},
                            {"dest_qpn", a.dest_qp_num},
                            {"path_mtu", tp::mtu_bytes(a.path_mtu)},
                            {"counters", qc}});
