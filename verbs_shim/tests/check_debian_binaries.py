@@ -94,6 +94,24 @@ def listening(pid, tcp_port):
     return False
 
 
+def daemon_state():
+    """What a hung run needs to be understood: both daemons' QPs (states, PSNs) and their
+    non-zero counters that tell of loss, drops, errors and events."""
+    rnicctl = os.path.join(os.path.dirname(rnic_pcap), "rnicctl")
+    wanted = re.compile(r"drop|miss|error|nak|retrans|timeout|rnr|uc_|cq_events|cqes|kicks|naps")
+    lines = []
+    for dev in ("rnic0", "rnic1"):
+        for command in (["qp"], ["stat"]):
+            r = subprocess.run([rnicctl, "--run-dir", f"{state}/run", "-d", dev, *command], capture_output=True,
+                               text=True, timeout=10, stdin=subprocess.DEVNULL)
+            out = r.stdout + r.stderr
+            if command == ["stat"]:
+                out = "\n".join(line for line in out.splitlines()
+                                if wanted.search(line) and not line.rstrip().endswith(" 0"))
+            lines.append(f"--- rnicctl -d {dev} {' '.join(command)}\n{out.rstrip()}")
+    return "\n".join(lines)
+
+
 def refuses_pair(label, program, args, expect, timeout=60):
     """A transport we do not offer, run as server and client: both exit non-zero with `expect`
     in their output within `timeout`, neither hangs nor crashes (a signal is a negative code)."""
@@ -142,11 +160,13 @@ def pair(label, program, args, success, timeout=180):
         client = subprocess.run(in_ns(client_args), capture_output=True, text=True, timeout=timeout,
                                 stdin=subprocess.DEVNULL)
         server_out, _ = server.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as e:
         server.kill()
-        server.communicate()
+        server_out, _ = server.communicate()
         failures.append(f"{label}: timed out after {timeout} s")
-        print(f"FAIL {label}: timed out", flush=True)
+        client_out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+        print(f"FAIL {label}: timed out\n--- client\n{client_out[-1500:]}\n--- server\n{server_out[-1500:]}\n"
+              f"{daemon_state()}", flush=True)
         return ""
     out = client.stdout + client.stderr
     # The pingpongs' -c check prints "invalid data" and still exits 0: that is a failure here.

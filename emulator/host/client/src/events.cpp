@@ -48,7 +48,7 @@ bool Connection::channel_has_events(const CompChannel* channel) const noexcept {
 
 int Connection::req_notify_cq(Cq* cq, bool solicited_only) noexcept {
     if (dead()) return EIO;
-    cq->ring.header().arm.store(solicited_only ? abi::kArmSolicited : abi::kArmNext, std::memory_order_seq_cst);
+    abi::arm_cq(cq->ring.header(), solicited_only ? abi::kArmSolicited : abi::kArmNext);
     return 0;
 }
 

@@ -350,14 +350,11 @@ size_t HostService::Impl::deliver_completions() {
         // Arming (docs/host_interface.md): after publishing, so a client that armed and then
         // polled empty is woken by these entries.
         auto& hdr = cq.ring.header();
-        const uint32_t arm = hdr.arm.load(std::memory_order_acquire);
-        if (arm == abi::kArmNext || (arm == abi::kArmSolicited && notify_solicited)) {
-            if (hdr.arm.exchange(abi::kArmNone, std::memory_order_acq_rel) != abi::kArmNone) {
-                hdr.events.fetch_add(1, std::memory_order_release);
-                ++counters.cq_events;
-                const uint64_t one = 1;
-                if (cq.channel_ref) (void)!write(cq.channel_ref->fd, &one, sizeof one);
-            }
+        if (abi::take_arm_after_publish(hdr, notify_solicited)) {
+            hdr.events.fetch_add(1, std::memory_order_release);
+            ++counters.cq_events;
+            const uint64_t one = 1;
+            if (cq.channel_ref) (void)!write(cq.channel_ref->fd, &one, sizeof one);
         }
     }
     counters.cqes_delivered += delivered;

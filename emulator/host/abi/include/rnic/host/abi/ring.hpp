@@ -47,6 +47,29 @@ inline constexpr uint32_t kArmNone = 0;
 inline constexpr uint32_t kArmNext = 1;       // any next completion
 inline constexpr uint32_t kArmSolicited = 2;  // next solicited or error completion
 
+// Arming is a store-buffer (Dekker) handshake between two variables: the client stores `arm`
+// then reads `producer`, the daemon stores `producer` then reads `arm`. Release/acquire does not
+// order a store before a later load (x86 lets the load pass the store in its store buffer), so
+// without a full fence on both sides each can miss the other: the client polls an empty CQ
+// after arming, the daemon sees no arm after publishing, and an ibv_get_cq_event waits for
+// ever. Both halves live here so the two sides cannot drift apart.
+
+// Client half (ibv_req_notify_cq): after it, the caller's next look at `producer` either finds
+// every CQE the daemon published before seeing the arm, or the daemon fires the event.
+inline void arm_cq(RingHeader& header, uint32_t mode) noexcept {
+    header.arm.store(mode, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// Daemon half, right after publish(): true when this publication fires the armed event (the
+// arm is consumed). `solicited`: the entries just published include a solicited or error one.
+inline bool take_arm_after_publish(RingHeader& header, bool solicited) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint32_t arm = header.arm.load(std::memory_order_relaxed);
+    if (arm != kArmNext && !(arm == kArmSolicited && solicited)) return false;
+    return header.arm.exchange(kArmNone, std::memory_order_acq_rel) != kArmNone;
+}
+
 // Bytes a ring with `entries` entries of `entry_size` bytes occupies, page-rounded by the caller.
 constexpr size_t ring_bytes(uint32_t entries, uint32_t entry_size) {
     return sizeof(RingHeader) + size_t{entries} * entry_size;
