@@ -8,13 +8,12 @@ PSN is in exactly one file (no frame lost or written twice at a rotation).
 Usage: check_capture_rotation.py TESTBED RNICD RNICCTL RNIC_PCAP"""
 import json
 import os
-import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_host_client import Sess  # noqa: E402
-from systest import Checks, make_run  # noqa: E402
+from systest import Checks, daemon_exit_status, exit_counters, make_run  # noqa: E402
 
 testbed, rnicd, rnicctl, rnic_pcap = sys.argv[1:5]
 name = f"rnicr{os.getpid() % 10000}"
@@ -27,11 +26,6 @@ run = make_run(env)
 IBV_WR_RDMA_WRITE = 0
 WRITES = 1024  # of 4096 bytes: 4 MiB, four files' worth and more on each side
 MAX_FILE = 1 << 20
-
-
-def exit_counters(side):
-    lines = [l for l in open(f"{state}/rnicd-{side}.log").read().splitlines() if " counters: " in l]
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])} if lines else {}
 
 
 def capture_files(side):
@@ -68,10 +62,10 @@ def functional():
     run(testbed, "down", timeout=60)
 
     for side in "ab":
-        rc = open(f"{state}/rnicd-{side}.rc").read().strip() if os.path.exists(f"{state}/rnicd-{side}.rc") else "?"
+        rc = daemon_exit_status(state, side)
         check(rc == "0", f"{side}: rnicd exits 0 (got {rc})")
         captured = before[side]["captured"]
-        final = exit_counters(side)
+        final = exit_counters(state, side)
         check(final.get("captured") == captured, f"{side}: captured {captured} before the stop, {final.get('captured')} at exit")
         files, strays = capture_files(side)
         sizes = [os.path.getsize(f) for f in files]

@@ -14,7 +14,6 @@ reaches the daemon and its capture, and the kernel in A sends no ICMPv6 at all.
 Usage: check_daemon.py TESTBED RNICD RNIC_PCAP [--idle-cpu | --ipv6]"""
 import errno
 import os
-import re
 import socket
 import struct
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import time
 import zlib
 
-from systest import Checks, make_run
+from systest import Checks, daemon_exit_status, exit_counters, make_run
 
 testbed, rnicd, rnic_pcap = sys.argv[1:4]
 idle_mode = "--idle-cpu" in sys.argv[4:]
@@ -58,11 +57,6 @@ def link_local(mac):
     """fe80:: with the modified EUI-64 interface identifier (RFC 4291 appendix A)."""
     b = bytes.fromhex(mac.replace(":", ""))
     return socket.inet_ntop(socket.AF_INET6, b"\xfe\x80" + b"\0" * 6 + bytes([b[0] ^ 2]) + b[1:3] + b"\xff\xfe" + b[3:])
-
-
-def daemon_counters(side="a"):
-    log = open(f"{state}/rnicd-{side}.log").read()
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", log.strip().splitlines()[-2])}
 
 
 def cpu_seconds(pid):
@@ -106,9 +100,9 @@ sendp([Ether(src="{e['mac_b']}", dst="{e['mac_a']}") / IP(src="{e['ip_b']}", dst
     check(icmp_unreachables_in_b() == unreach0, "A's kernel did not answer RoCEv2 with ICMP unreachable")
 
     run(testbed, "down", timeout=60)
-    rc = open(f"{state}/rnicd-a.rc").read().strip()
+    rc = daemon_exit_status(state, "a")
     check(rc == "0", f"rnicd exits 0 on SIGTERM (got {rc})")
-    counters = daemon_counters()
+    counters = exit_counters(state, "a")
     print("rnicd counters:", " ".join(f"{k}={v}" for k, v in counters.items()))
     check(int(counters.get("icmp_echo_replies", 0)) >= 3, "daemon counted its echo replies")
     check(int(counters.get("arp_replies_sent", 0)) >= 1, "daemon answered ARP")
@@ -202,9 +196,9 @@ for f in {roce6_frames(e, 5)!r}:
     check(snmp6("b")["Icmp6InDestUnreachs"] == b_unreach0, "B's kernel got no ICMPv6 unreachable")
 
     run(testbed, "down", timeout=60)
-    rc = open(f"{state}/rnicd-a.rc").read().strip()
+    rc = daemon_exit_status(state, "a")
     check(rc == "0", f"rnicd exits 0 on SIGTERM (got {rc})")
-    c = daemon_counters()
+    c = exit_counters(state, "a")
     print("rnicd counters:", " ".join(f"{k}={v}" for k, v in c.items()))
     check(c.get("icmp6_echo_replies", 0) >= 6, "daemon counted its ICMPv6 echo replies")
     check(c.get("nd_unsolicited_sent", 0) == 2, "daemon announced both addresses at start")

@@ -14,7 +14,7 @@ import sys
 import time
 
 from raw_host_client import Sess
-from systest import Checks, make_run
+from systest import Checks, daemon_exit_status, make_run
 
 testbed, rnicd = sys.argv[1:3]
 name = f"rnicht{os.getpid() % 10000}"
@@ -75,11 +75,7 @@ def functional():
     event = struct.unpack_from("<II", b.async_ring, 192) if prod else None
     check(closed, "B closed the session on SIGTERM")
     check(prod == 1 and event == (8, 1), f"B sent IBV_EVENT_DEVICE_FATAL first (async ring: {prod}, {event})")
-    for _ in range(100):
-        if os.path.exists(f"{state}/rnicd-b.rc"):
-            break
-        time.sleep(0.05)
-    rc = open(f"{state}/rnicd-b.rc").read().strip() if os.path.exists(f"{state}/rnicd-b.rc") else "?"
+    rc = daemon_exit_status(state, "b", seconds=5)
     check(rc == "0", f"rnicd B exits 0 (got {rc})")
     check(not os.path.exists(f"{state}/run-b/rnic0.sock"), "B removed its socket file")
 

@@ -15,7 +15,6 @@ and the capture flushed (rnic-pcap reads it, every ICRC ok, as many frames as `c
 Usage: check_rnicctl.py TESTBED RNICD RNICCTL RNIC_PCAP"""
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_host_client import Sess  # noqa: E402
-from systest import Checks, make_run  # noqa: E402
+from systest import Checks, daemon_exit_status, exit_counters, make_run  # noqa: E402
 
 testbed, rnicd, rnicctl, rnic_pcap = sys.argv[1:5]
 name = f"rnicc{os.getpid() % 10000}"
@@ -62,20 +61,6 @@ def link_local(mac):
 
 def qp_line(out, qpn):
     return next((l for l in out.splitlines() if f" lqpn {qpn} " in l), "")
-
-
-def exit_counters(side):
-    """The daemon's last counters line (its exit log)."""
-    lines = [l for l in open(f"{state}/rnicd-{side}.log").read().splitlines() if " counters: " in l]
-    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])} if lines else {}
-
-
-def wait_rc(side, seconds=10):
-    path = f"{state}/rnicd-{side}.rc"
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not os.path.exists(path):
-        time.sleep(0.05)
-    return open(path).read().strip() if os.path.exists(path) else "?"
 
 
 # A client that only holds objects, to be SIGKILLed: what it owned must all go.
@@ -270,10 +255,10 @@ def functional():
     flushed = a.poll()
     check(sorted((c[0], c[1]) for c in flushed) == [(0xF1, IBV_WC_WR_FLUSH_ERR), (0xF2, IBV_WC_WR_FLUSH_ERR)],
           f"one flush completion per posted receive ({flushed})")
-    rc = wait_rc("a")
+    rc = daemon_exit_status(state, "a")
     check(rc == "0", f"rnicd A exits 0 on SIGINT (got {rc})")
     check(not os.path.exists(e["sock_a"]), "rnic0 removed its socket file")
-    final = exit_counters("a")
+    final = exit_counters(state, "a")
     log = open(f"{state}/rnicd-a.log").read()
     check(final.get("captured") == captured and f"capture: {captured} frames in 1 file(s)" in log,
           f"the exit log counts the capture ({final.get('captured')}, {captured})")

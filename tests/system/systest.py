@@ -1,9 +1,13 @@
 """What the system tests share: commands run with a time bound, checks that collect their
-failures, and the verdict printed before the progress lines (CTest's excerpt of a failed test
+failures, what the test bed recorded of a daemon's exit, and the verdict printed before the
+progress lines (CTest's excerpt of a failed test
 starts at its top, so the reason must come first)."""
 import io
+import os
+import re
 import subprocess
 import sys
+import time
 
 
 def make_run(env):
@@ -42,3 +46,20 @@ class Checks:
             print(("FAILED: " + "; ".join(self.failures[:5])) if self.failures else "PASSED", flush=True)
             print(log, end="")
         return 1 if self.failures else 0
+
+
+def daemon_exit_status(state, side, seconds=10):
+    """The exit status the test bed recorded for rnicd on `side` ($state/rnicd-SIDE.rc) as a
+    string, waiting up to `seconds` for it to appear; "?" when it never did."""
+    path = f"{state}/rnicd-{side}.rc"
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return open(path).read().strip() if os.path.exists(path) else "?"
+
+
+def exit_counters(state, side):
+    """The counters rnicd on `side` logged last (its exit log), by name; {} when there are none."""
+    with open(f"{state}/rnicd-{side}.log") as f:
+        lines = [line for line in f.read().splitlines() if " counters: " in line]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])} if lines else {}
