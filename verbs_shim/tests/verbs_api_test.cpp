@@ -84,6 +84,9 @@ ibv_gid gid0(ibv_context* ctx) {
 }
 
 // Two QPs of one type on one device, connected to each other through GID 0.
+// The Q_Key of every UD QP the pair brings up, and so of every UD send to them.
+constexpr uint32_t kUdQkey = 0x11111111;
+
 struct Pair {
     Device& d;
     ibv_cq* cq;
@@ -124,7 +127,7 @@ struct Pair {
         at.port_num = 1;
         int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
         if (type == IBV_QPT_UD) {
-            at.qkey = 0x11111111;
+            at.qkey = kUdQkey;
             mask |= IBV_QP_QKEY;
         } else {
             at.qp_access_flags =
@@ -188,6 +191,21 @@ ibv_wc rdma(ibv_qp* qp, ibv_cq* cq, ibv_wr_opcode opcode, ibv_sge sge, uint64_t 
         return none;
     }
     return wc[0];
+}
+
+// One signaled UD SEND of `sge` through `ah` to `remote_qpn`.
+void post_ud_send(ibv_qp* qp, ibv_sge sge, ibv_ah* ah, uint32_t remote_qpn, uint64_t wr_id) {
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = remote_qpn;
+    wr.wr.ud.remote_qkey = kUdQkey;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
 }
 
 void post_recv(ibv_qp* qp, Buffer& buf, size_t offset, uint32_t length, uint64_t wr_id) {
@@ -756,18 +774,7 @@ TEST_CASE("UD: the GRH in front of the payload and a reply through the AH from t
     ah_attr.port_num = 1;
     ibv_ah* ah = ibv_create_ah(d.pd, &ah_attr);
     REQUIRE(ah != nullptr);
-    ibv_sge sge{buf.addr(), payload, buf.mr->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = 1;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.ud.ah = ah;
-    wr.wr.ud.remote_qpn = p.b->qp_num;
-    wr.wr.ud.remote_qkey = 0x11111111;
-    ibv_send_wr* bad = nullptr;
-    REQUIRE(ibv_post_send(p.a, &wr, &bad) == 0);
+    post_ud_send(p.a, {buf.addr(), payload, buf.mr->lkey}, ah, p.b->qp_num, 1);
     auto wc = wait_for(p.cq, 2);
     REQUIRE(wc.size() == 2);
     const ibv_wc* recv = wc[0].wr_id == 5 ? &wc[0] : &wc[1];
@@ -793,17 +800,7 @@ TEST_CASE("UD: the GRH in front of the payload and a reply through the AH from t
     const uint32_t answer = 300;
     for (uint32_t i = 0; i < answer; ++i) buf.bytes[1024 + i] = static_cast<uint8_t>(0xc3 - i);
     post_recv(p.a, buf, 6144, 40 + answer, 6);
-    ibv_sge answer_sge{buf.addr(1024), answer, buf.mr->lkey};
-    ibv_send_wr answer_wr{};
-    answer_wr.wr_id = 7;
-    answer_wr.sg_list = &answer_sge;
-    answer_wr.num_sge = 1;
-    answer_wr.opcode = IBV_WR_SEND;
-    answer_wr.send_flags = IBV_SEND_SIGNALED;
-    answer_wr.wr.ud.ah = reply;
-    answer_wr.wr.ud.remote_qpn = recv->src_qp;
-    answer_wr.wr.ud.remote_qkey = 0x11111111;
-    REQUIRE(ibv_post_send(p.b, &answer_wr, &bad) == 0);
+    post_ud_send(p.b, {buf.addr(1024), answer, buf.mr->lkey}, reply, recv->src_qp, 7);
     const auto answered = wait_for(p.cq, 2);
     REQUIRE(answered.size() == 2);
     const ibv_wc& sent = answered[0].wr_id == 7 ? answered[0] : answered[1];
