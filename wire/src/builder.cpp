@@ -11,21 +11,15 @@
 namespace rnic::wire {
 namespace {
 
-struct Layout {
-    size_t l3 = 0;
-    size_t ip_header = 0;
-    size_t transport = 0;  // BTH .. ICRC
-    size_t ip_end = 0;
-    size_t total = 0;  // with Ethernet padding
-    uint8_t pad = 0;
-};
-
 // The opcode's header set must be exactly the one the spec carries.
 std::optional<BuildErrc> check_headers(const OpcodeInfo& info, const ExtHeaders& e) {
     const std::pair<ExtMask, bool> have[] = {
-        {kExtDeth, e.deth.has_value()},           {kExtReth, e.reth.has_value()},
-        {kExtAtomicEth, e.atomic_eth.has_value()}, {kExtAeth, e.aeth.has_value()},
-        {kExtAtomicAckEth, e.atomic_ack_eth.has_value()}, {kExtImmDt, e.immdt.has_value()},
+        {kExtDeth, e.deth.has_value()},
+        {kExtReth, e.reth.has_value()},
+        {kExtAtomicEth, e.atomic_eth.has_value()},
+        {kExtAeth, e.aeth.has_value()},
+        {kExtAtomicAckEth, e.atomic_ack_eth.has_value()},
+        {kExtImmDt, e.immdt.has_value()},
         {kExtIeth, e.ieth.has_value()},
     };
     for (const auto& [mask, present] : have) {
@@ -35,35 +29,60 @@ std::optional<BuildErrc> check_headers(const OpcodeInfo& info, const ExtHeaders&
     return std::nullopt;
 }
 
-Expected<Layout, BuildErrc> layout_of(const FrameSpec& s) {
+Expected<FrameInProgress, BuildErrc> layout_of(const FrameSpec& s, size_t payload_length) {
     const OpcodeInfo& info = opcode_info(s.bth.opcode);
     if (!info.valid()) return Unexpected{BuildErrc::IllegalOpcode};
     if (auto err = check_headers(info, s.ext)) return Unexpected{*err};
-    if (!info.has_payload && !s.payload.empty()) return Unexpected{BuildErrc::PayloadNotAllowed};
+    if (!info.has_payload && payload_length != 0) return Unexpected{BuildErrc::PayloadNotAllowed};
     const bool v4 = s.src_gid.is_ipv4_mapped();
     if (v4 != s.dst_gid.is_ipv4_mapped()) return Unexpected{BuildErrc::AddressFamilyMismatch};
 
-    Layout l;
-    l.l3 = EthernetHeader::kSize + (s.vlan_tci ? EthernetHeader::kVlanTagSize : 0);
+    FrameInProgress l;
+    l.payload_length = payload_length;
+    l.ip_offset = EthernetHeader::kSize + (s.vlan_tci ? EthernetHeader::kVlanTagSize : 0);
     l.ip_header = v4 ? Ipv4Header::kSize : Ipv6Header::kSize;
-    l.pad = static_cast<uint8_t>((4 - s.payload.size() % 4) % 4);
-    l.transport = info.header_length + s.payload.size() + l.pad + kIcrcSize;
+    l.pad = static_cast<uint8_t>((4 - payload_length % 4) % 4);
+    l.transport = info.header_length + payload_length + l.pad + kIcrcSize;
     const size_t ip_length = l.ip_header + UdpHeader::kSize + l.transport;
     if ((v4 ? ip_length : ip_length - Ipv6Header::kSize) > 0xFFFF) return Unexpected{BuildErrc::TooLong};
-    l.ip_end = l.l3 + ip_length;
+    l.ip_end = l.ip_offset + ip_length;
     l.total = s.pad_to_ethernet_minimum ? std::max(l.ip_end, kMinEthernetFrame) : l.ip_end;
     return l;
 }
 
 uint8_t* write_ext_headers(const OpcodeInfo& info, const ExtHeaders& e, uint8_t* p) {
-    if (info.has(kExtDeth)) { e.deth->write(p); p += Deth::kSize; }
-    if (info.has(kExtReth)) { e.reth->write(p); p += Reth::kSize; }
-    if (info.has(kExtAtomicEth)) { e.atomic_eth->write(p); p += AtomicEth::kSize; }
-    if (info.has(kExtAeth)) { e.aeth->write(p); p += Aeth::kSize; }
-    if (info.has(kExtAtomicAckEth)) { e.atomic_ack_eth->write(p); p += AtomicAckEth::kSize; }
-    if (info.has(kExtImmDt)) { e.immdt->write(p); p += ImmDt::kSize; }
-    if (info.has(kExtIeth)) { e.ieth->write(p); p += Ieth::kSize; }
-    if (info.has(kExtCnp)) { std::memset(p, 0, kCnpReservedSize); p += kCnpReservedSize; }
+    if (info.has(kExtDeth)) {
+        e.deth->write(p);
+        p += Deth::kSize;
+    }
+    if (info.has(kExtReth)) {
+        e.reth->write(p);
+        p += Reth::kSize;
+    }
+    if (info.has(kExtAtomicEth)) {
+        e.atomic_eth->write(p);
+        p += AtomicEth::kSize;
+    }
+    if (info.has(kExtAeth)) {
+        e.aeth->write(p);
+        p += Aeth::kSize;
+    }
+    if (info.has(kExtAtomicAckEth)) {
+        e.atomic_ack_eth->write(p);
+        p += AtomicAckEth::kSize;
+    }
+    if (info.has(kExtImmDt)) {
+        e.immdt->write(p);
+        p += ImmDt::kSize;
+    }
+    if (info.has(kExtIeth)) {
+        e.ieth->write(p);
+        p += Ieth::kSize;
+    }
+    if (info.has(kExtCnp)) {
+        std::memset(p, 0, kCnpReservedSize);
+        p += kCnpReservedSize;
+    }
     return p;
 }
 
@@ -71,35 +90,43 @@ uint8_t* write_ext_headers(const OpcodeInfo& info, const ExtHeaders& e, uint8_t*
 
 std::string_view build_errc_name(BuildErrc code) noexcept {
     switch (code) {
-        case BuildErrc::IllegalOpcode: return "illegal_opcode";
-        case BuildErrc::HeaderMissing: return "header_missing";
-        case BuildErrc::UnexpectedHeader: return "unexpected_header";
-        case BuildErrc::PayloadNotAllowed: return "payload_not_allowed";
-        case BuildErrc::AddressFamilyMismatch: return "address_family_mismatch";
-        case BuildErrc::TooLong: return "too_long";
-        case BuildErrc::BufferTooSmall: return "buffer_too_small";
+        case BuildErrc::IllegalOpcode:
+            return "illegal_opcode";
+        case BuildErrc::HeaderMissing:
+            return "header_missing";
+        case BuildErrc::UnexpectedHeader:
+            return "unexpected_header";
+        case BuildErrc::PayloadNotAllowed:
+            return "payload_not_allowed";
+        case BuildErrc::AddressFamilyMismatch:
+            return "address_family_mismatch";
+        case BuildErrc::TooLong:
+            return "too_long";
+        case BuildErrc::BufferTooSmall:
+            return "buffer_too_small";
     }
     return "unknown";
 }
 
 Expected<size_t, BuildErrc> frame_size(const FrameSpec& spec) {
-    auto l = layout_of(spec);
+    auto l = layout_of(spec, spec.payload.size());
     if (!l) return Unexpected{l.error()};
     return l->total;
 }
 
-Expected<size_t, BuildErrc> build_frame(const FrameSpec& s, std::span<uint8_t> out) {
-    auto lay = layout_of(s);
-    if (!lay) return Unexpected{lay.error()};
-    const Layout& l = *lay;
-    if (out.size() < l.total) return Unexpected{BuildErrc::BufferTooSmall};
+Expected<FrameInProgress, BuildErrc> plan_frame(const FrameSpec& spec, size_t payload_length) {
+    if (!spec.payload.empty()) return Unexpected{BuildErrc::UnexpectedHeader};
+    return layout_of(spec, payload_length);
+}
+
+void begin_frame(const FrameSpec& s, FrameInProgress& l, std::span<uint8_t> out) {
     uint8_t* const f = out.data();
     const bool v4 = s.src_gid.is_ipv4_mapped();
 
     EthernetHeader eth{s.dst_mac, s.src_mac, s.vlan_tci, v4 ? kEtherTypeIpv4 : kEtherTypeIpv6};
     eth.write(f);
 
-    uint8_t* const ip = f + l.l3;
+    uint8_t* const ip = f + l.ip_offset;
     const size_t udp_length = UdpHeader::kSize + l.transport;
     if (v4) {
         Ipv4Header h;
@@ -132,14 +159,27 @@ Expected<size_t, BuildErrc> build_frame(const FrameSpec& s, std::span<uint8_t> o
     bth.pad_count = l.pad;
     bth.write(p);
     p = write_ext_headers(opcode_info(s.bth.opcode), s.ext, p + Bth::kSize);
-    if (!s.payload.empty()) std::memcpy(p, s.payload.data(), s.payload.size());
-    p += s.payload.size();
-    std::memset(p, 0, l.pad);
-    p += l.pad;
+    l.payload_offset = static_cast<size_t>(p - f);
+}
 
-    store_le32(p, compute_icrc(ip, l.ip_header, static_cast<size_t>(p - ip)));
-    if (l.total > l.ip_end) std::memset(f + l.ip_end, 0, l.total - l.ip_end);
-    return l.total;
+size_t finish_frame(const FrameInProgress& fp, std::span<uint8_t> out) {
+    uint8_t* const f = out.data();
+    uint8_t* p = f + fp.payload_offset + fp.payload_length;
+    std::memset(p, 0, fp.pad);
+    p += fp.pad;
+    uint8_t* const ip = f + fp.ip_offset;
+    store_le32(p, compute_icrc(ip, fp.ip_header, static_cast<size_t>(p - ip)));
+    if (fp.total > fp.ip_end) std::memset(f + fp.ip_end, 0, fp.total - fp.ip_end);
+    return fp.total;
+}
+
+Expected<size_t, BuildErrc> build_frame(const FrameSpec& s, std::span<uint8_t> out) {
+    auto fp = layout_of(s, s.payload.size());
+    if (!fp) return Unexpected{fp.error()};
+    if (out.size() < fp->total) return Unexpected{BuildErrc::BufferTooSmall};
+    begin_frame(s, *fp, out);
+    if (!s.payload.empty()) std::memcpy(out.data() + fp->payload_offset, s.payload.data(), s.payload.size());
+    return finish_frame(*fp, out);
 }
 
 }  // namespace rnic::wire
