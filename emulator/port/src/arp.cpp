@@ -33,7 +33,7 @@ std::optional<ArpPacket> parse_arp(std::span<const uint8_t> frame) noexcept {
     return pkt;
 }
 
-bool emit_arp(transport::FrameSink& sink, const wire::MacAddr& eth_src, const ArpPacket& pkt) {
+bool emit_arp(common::FrameSink& sink, const wire::MacAddr& eth_src, const ArpPacket& pkt) {
     auto out = sink.allocate(wire::kMinEthernetFrame);
     if (out.size() < wire::kMinEthernetFrame) return false;
     uint8_t* p = out.data();
@@ -55,20 +55,20 @@ bool emit_arp(transport::FrameSink& sink, const wire::MacAddr& eth_src, const Ar
     return true;
 }
 
-void ArpAgent::announce(transport::FrameSink& sink) {
+void ArpAgent::announce(common::FrameSink& sink) {
     // Gratuitous request (sender = target = our IP): updates caches that already know the IP
     // under an older MAC, which is what a restarted daemon needs.
     ArpPacket pkt{kOpRequest, self_.mac, self_.ipv4, {}, self_.ipv4, kBroadcastMac};
     if (emit_arp(sink, self_.mac, pkt)) ++counters_.gratuitous_sent;
 }
 
-void ArpAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) {
+void ArpAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, common::FrameSink& sink) {
     const uint32_t ip = wire::load_be32(addr.data() + 12);
     ArpPacket pkt{kOpRequest, self_.mac, self_.ipv4, {}, ip, unicast ? *unicast : kBroadcastMac};
     if (emit_arp(sink, self_.mac, pkt)) ++counters_.requests_sent;
 }
 
-void ArpAgent::receive(std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink) {
+void ArpAgent::receive(std::span<const uint8_t> frame, uint64_t now_ns, common::FrameSink& sink) {
     const auto pkt = parse_arp(frame);
     if (!pkt) {
         ++counters_.ignored;

@@ -1,12 +1,11 @@
 #include "rnic/port/dpdk_port.hpp"
 
+#include <dirent.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
-
-#include <dirent.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,7 +33,8 @@ unsigned read_iface_speed(const std::string& iface) {
 unsigned read_iface_mtu(const std::string& iface) {
     std::ifstream f("/sys/class/net/" + iface + "/mtu");
     unsigned mtu = 0;
-    if (!(f >> mtu)) throw std::runtime_error("no network interface '" + iface + "' (/sys/class/net/" + iface + "/mtu)");
+    if (!(f >> mtu))
+        throw std::runtime_error("no network interface '" + iface + "' (/sys/class/net/" + iface + "/mtu)");
     return mtu;
 }
 
@@ -67,17 +67,21 @@ enum class WakeMode : uint8_t { None, Interrupt, Socket, Xsk };
 
 const char* to_string(WakeMode m) {
     switch (m) {
-        case WakeMode::Interrupt: return "rx-interrupt";
-        case WakeMode::Socket: return "wake-socket";
-        case WakeMode::Xsk: return "xsk-fd";
-        case WakeMode::None: break;
+        case WakeMode::Interrupt:
+            return "rx-interrupt";
+        case WakeMode::Socket:
+            return "wake-socket";
+        case WakeMode::Xsk:
+            return "xsk-fd";
+        case WakeMode::None:
+            break;
     }
     return "none (timed naps)";
 }
 
 }  // namespace
 
-struct DpdkPort::Impl final : transport::FrameSink {
+struct DpdkPort::Impl final : common::FrameSink {
     uint16_t port_id = 0;
     uint16_t burst = 32;
     rte_mempool* pool = nullptr;
@@ -186,8 +190,7 @@ std::unique_ptr<DpdkPort::Impl> start_port(uint16_t port, size_t index, const Dp
         conf.intr_conf.rxq = 0;
         configured = rte_eth_dev_configure(port, 1, 1, &conf);
     }
-    if (configured != 0)
-        throw std::runtime_error(std::string("rte_eth_dev_configure: ") + rte_strerror(-configured));
+    if (configured != 0) throw std::runtime_error(std::string("rte_eth_dev_configure: ") + rte_strerror(-configured));
     uint16_t rxd = config.rx_descriptors, txd = config.tx_descriptors;
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd);
     const int socket = rte_eth_dev_socket_id(port);
@@ -246,7 +249,9 @@ std::unique_ptr<DpdkPort::Impl> start_port(uint16_t port, size_t index, const Dp
 
 }  // namespace
 
-DpdkPort::DpdkPort(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->owned = true; }
+DpdkPort::DpdkPort(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+    impl_->owned = true;
+}
 
 DpdkRuntime::DpdkRuntime(const DpdkConfig& config) {
     if (eal_initialized) throw std::runtime_error("the DPDK EAL can be initialized once per process");
@@ -328,7 +333,9 @@ DpdkPort::~DpdkPort() {
     if (m.pool) rte_mempool_free(m.pool);
 }
 
-wire::MacAddr DpdkPort::mac() const { return impl_->mac; }
+wire::MacAddr DpdkPort::mac() const {
+    return impl_->mac;
+}
 
 size_t DpdkPort::rx_burst(std::span<RxFrame> out) {
     Impl& m = *impl_;
@@ -355,7 +362,9 @@ void DpdkPort::release_rx() {
     m.rx_count = 0;
 }
 
-transport::FrameSink& DpdkPort::tx() { return *impl_; }
+common::FrameSink& DpdkPort::tx() {
+    return *impl_;
+}
 
 std::span<const uint8_t> DpdkPort::last_committed() const {
     const Impl& m = *impl_;
@@ -364,7 +373,9 @@ std::span<const uint8_t> DpdkPort::last_committed() const {
     return {rte_pktmbuf_mtod(mb, const uint8_t*), mb->data_len};
 }
 
-size_t DpdkPort::flush_tx() { return impl_->flush(); }
+size_t DpdkPort::flush_tx() {
+    return impl_->flush();
+}
 
 PortStats DpdkPort::stats() const {
     PortStats s = impl_->stats;
@@ -375,12 +386,16 @@ PortStats DpdkPort::stats() const {
     return s;
 }
 
-int DpdkPort::rx_wait_fd() const { return impl_->wake_fd; }
+int DpdkPort::rx_wait_fd() const {
+    return impl_->wake_fd;
+}
 
 void DpdkPort::arm_rx_wait() {
     Impl& m = *impl_;
     switch (m.wake_mode) {
-        case WakeMode::Socket: m.wake_socket->drain(); break;
+        case WakeMode::Socket:
+            m.wake_socket->drain();
+            break;
         case WakeMode::Interrupt: {
             rte_eth_dev_rx_intr_enable(m.port_id, 0);
             uint64_t v;
@@ -388,7 +403,8 @@ void DpdkPort::arm_rx_wait() {
             break;
         }
         case WakeMode::Xsk:  // readable exactly while the RX ring holds frames: nothing to clear
-        case WakeMode::None: break;
+        case WakeMode::None:
+            break;
     }
 }
 
@@ -397,10 +413,16 @@ void DpdkPort::rx_wait_done() {
     if (m.wake_mode == WakeMode::Interrupt) rte_eth_dev_rx_intr_disable(m.port_id, 0);
 }
 
-std::string DpdkPort::description() const { return impl_->description; }
+std::string DpdkPort::description() const {
+    return impl_->description;
+}
 
-unsigned DpdkPort::ip_mtu() const { return impl_->ip_mtu; }
+unsigned DpdkPort::ip_mtu() const {
+    return impl_->ip_mtu;
+}
 
-unsigned DpdkPort::link_speed_mbps() const { return impl_->link_speed_mbps; }
+unsigned DpdkPort::link_speed_mbps() const {
+    return impl_->link_speed_mbps;
+}
 
 }  // namespace rnic::port

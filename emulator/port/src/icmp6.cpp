@@ -46,7 +46,7 @@ wire::Expected<Icmp6Message, Icmp6Error> parse_icmp6(std::span<const uint8_t> fr
     return m;
 }
 
-bool emit_icmp6(transport::FrameSink& sink, const wire::MacAddr& eth_dst, const wire::MacAddr& eth_src,
+bool emit_icmp6(common::FrameSink& sink, const wire::MacAddr& eth_dst, const wire::MacAddr& eth_src,
                 const Ipv6Addr& src, const Ipv6Addr& dst, uint8_t hop_limit, uint8_t type, uint8_t code,
                 std::span<const uint8_t> body) {
     const size_t icmp_len = kIcmp6HeaderSize + body.size();

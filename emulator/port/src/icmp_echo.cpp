@@ -17,7 +17,7 @@ constexpr size_t kIcmpHeader = 8;
 // short requests is not echoed) in sink space, zero-padded to the Ethernet minimum, addressed
 // back to whoever asked. Empty when the sink has no room.
 std::span<uint8_t> start_reply(std::span<const uint8_t> request, size_t length, const wire::MacAddr& self_mac,
-                               transport::FrameSink& sink) {
+                               common::FrameSink& sink) {
     const size_t out_len = std::max(length, wire::kMinEthernetFrame);
     auto out = sink.allocate(out_len);
     if (out.size() < out_len) return {};
@@ -30,7 +30,7 @@ std::span<uint8_t> start_reply(std::span<const uint8_t> request, size_t length, 
 }
 }  // namespace
 
-IcmpResult answer_echo(std::span<const uint8_t> frame, const HostAddress& self, transport::FrameSink& sink,
+IcmpResult answer_echo(std::span<const uint8_t> frame, const HostAddress& self, common::FrameSink& sink,
                        IcmpCounters& counters) {
     using wire::load_be16;
     size_t off = wire::EthernetHeader::kSize;
@@ -78,7 +78,7 @@ IcmpResult answer_echo(std::span<const uint8_t> frame, const HostAddress& self, 
     return IcmpResult::Replied;
 }
 
-IcmpResult answer_echo6(const Icmp6Message& m, const HostAddress& self, transport::FrameSink& sink,
+IcmpResult answer_echo6(const Icmp6Message& m, const HostAddress& self, common::FrameSink& sink,
                         IcmpCounters& counters) {
     if (m.type != kIcmp6EchoRequest || m.code != 0) {
         ++counters.other_types;

@@ -8,7 +8,7 @@ namespace rnic::port {
 namespace {
 constexpr uint64_t kNever = UINT64_MAX;
 
-bool emit_copy(transport::FrameSink& sink, std::span<const uint8_t> frame) {
+bool emit_copy(common::FrameSink& sink, std::span<const uint8_t> frame) {
     auto out = sink.allocate(frame.size());
     if (out.size() < frame.size()) return false;
     std::memcpy(out.data(), frame.data(), frame.size());
@@ -37,7 +37,7 @@ void NeighbourCache::schedule(uint64_t deadline) {
     earliest_ = std::min(earliest_, deadline);
 }
 
-void NeighbourCache::learn(const Key& addr, const wire::MacAddr& mac, uint64_t now_ns, transport::FrameSink& sink,
+void NeighbourCache::learn(const Key& addr, const wire::MacAddr& mac, uint64_t now_ns, common::FrameSink& sink,
                            bool create, bool confirmed) {
     auto it = cache_.find(addr);
     if (it == cache_.end()) {
@@ -62,7 +62,7 @@ void NeighbourCache::learn(const Key& addr, const wire::MacAddr& mac, uint64_t n
     }
 }
 
-std::optional<wire::MacAddr> NeighbourCache::resolve(const Key& addr, uint64_t now_ns, transport::FrameSink& sink) {
+std::optional<wire::MacAddr> NeighbourCache::resolve(const Key& addr, uint64_t now_ns, common::FrameSink& sink) {
     auto it = cache_.find(addr);
     if (it == cache_.end()) {
         if (cache_.size() >= config_.max_entries) return std::nullopt;
@@ -85,9 +85,11 @@ std::optional<wire::MacAddr> NeighbourCache::resolve(const Key& addr, uint64_t n
                 solicitor_.solicit(addr, &e.mac, sink);
             }
             return e.mac;
-        case State::Probe: return e.mac;
+        case State::Probe:
+            return e.mac;
         case State::Incomplete:
-        case State::Failed: return std::nullopt;
+        case State::Failed:
+            return std::nullopt;
     }
     return std::nullopt;
 }
@@ -105,7 +107,7 @@ bool NeighbourCache::unreachable(const Key& addr) const noexcept {
 }
 
 void NeighbourCache::enqueue(const Key& addr, std::span<const uint8_t> frame, uint64_t now_ns,
-                             transport::FrameSink& sink) {
+                             common::FrameSink& sink) {
     if (frame.size() < 6) {
         ++counters_.queued_dropped;
         return;
@@ -126,7 +128,7 @@ void NeighbourCache::enqueue(const Key& addr, std::span<const uint8_t> frame, ui
     ++counters_.queued_frames;
 }
 
-void NeighbourCache::advance(uint64_t now_ns, transport::FrameSink& sink) {
+void NeighbourCache::advance(uint64_t now_ns, common::FrameSink& sink) {
     if (now_ns < earliest_) return;  // the common case costs one compare
     earliest_ = kNever;
     for (auto it = cache_.begin(); it != cache_.end();) {

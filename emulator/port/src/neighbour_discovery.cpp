@@ -51,17 +51,17 @@ std::array<uint8_t, kMessageSize> message(uint8_t flags, const Ipv6Addr& target,
 }  // namespace
 
 bool NdAgent::advertise(const Ipv6Addr& target, const Ipv6Addr& dst, const wire::MacAddr& dst_mac, uint8_t flags,
-                        transport::FrameSink& sink) {
+                        common::FrameSink& sink) {
     const auto body = message(flags, target, kOptTargetLinkAddr, self_.mac);
     return emit_icmp6(sink, dst_mac, self_.mac, target, dst, kNdHopLimit, kIcmp6NeighborAdvertisement, 0, body);
 }
 
-void NdAgent::announce(transport::FrameSink& sink) {
+void NdAgent::announce(common::FrameSink& sink) {
     for (const Ipv6Prefix& p : self_.ipv6)
         if (advertise(p.addr, kAllNodes, multicast_mac(kAllNodes), kFlagOverride, sink)) ++counters_.unsolicited_sent;
 }
 
-void NdAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) {
+void NdAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, common::FrameSink& sink) {
     if (self_.ipv6.empty()) return;
     // First asks go to the target's solicited-node group; probes of a stale entry go straight
     // to the MAC we have (RFC 4861 7.2.2, 7.3.3).
@@ -73,7 +73,7 @@ void NdAgent::solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unic
         ++counters_.solicitations_sent;
 }
 
-void NdAgent::receive(const Icmp6Message& m, uint64_t now_ns, transport::FrameSink& sink) {
+void NdAgent::receive(const Icmp6Message& m, uint64_t now_ns, common::FrameSink& sink) {
     if (m.l3 != wire::EthernetHeader::kSize) {  // VLAN-tagged: not served, as for ARP
         ++counters_.ignored;
         return;
@@ -103,7 +103,7 @@ void NdAgent::receive(const Icmp6Message& m, uint64_t now_ns, transport::FrameSi
 }
 
 void NdAgent::receive_solicitation(const Icmp6Message& m, const Ipv6Addr& target, const wire::MacAddr* source_mac,
-                                   uint64_t now_ns, transport::FrameSink& sink) {
+                                   uint64_t now_ns, common::FrameSink& sink) {
     const bool dad = is_unspecified(m.src);
     // RFC 4861 7.1.1: a DAD probe goes to a solicited-node group and carries no source address.
     if (dad && (source_mac || solicited_node(target) != m.dst)) {
@@ -131,7 +131,7 @@ void NdAgent::receive_solicitation(const Icmp6Message& m, const Ipv6Addr& target
 }
 
 void NdAgent::receive_advertisement(const Icmp6Message& m, const Ipv6Addr& target, const wire::MacAddr* target_mac,
-                                    uint64_t now_ns, transport::FrameSink& sink) {
+                                    uint64_t now_ns, common::FrameSink& sink) {
     const uint8_t flags = m.body[0];
     // RFC 4861 7.1.2: an answer to a solicitation is never sent to a group.
     if (is_multicast(m.dst) && (flags & kFlagSolicited)) {

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "rnic/common/counter_macros.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/port/host_address.hpp"
 #include "rnic/port/neighbour_cache.hpp"
-#include "rnic/transport/counters.hpp"
-#include "rnic/transport/engine.hpp"
 #include "rnic/wire/gid.hpp"
 
 namespace rnic::port {
@@ -33,15 +33,15 @@ struct ArpPacket {
 
 std::optional<ArpPacket> parse_arp(std::span<const uint8_t> frame) noexcept;
 // Padded to the 60-byte Ethernet minimum. Returns false if the sink has no room.
-bool emit_arp(transport::FrameSink& sink, const wire::MacAddr& eth_src, const ArpPacket& packet);
+bool emit_arp(common::FrameSink& sink, const wire::MacAddr& eth_src, const ArpPacket& packet);
 
 using ArpConfig = NeighbourConfig;
 
 // What is particular to ARP; resolution, queueing and expiry are counted by the cache.
 // ignored: malformed, not IPv4 over Ethernet, or not for our subnet.
-#define RNIC_ARP_COUNTERS(X)                                                                          \
-    X(requests_received) X(replies_sent) X(requests_sent) X(replies_received) X(gratuitous_sent) X(ignored) \
-    X(address_conflicts)
+#define RNIC_ARP_COUNTERS(X) \
+    X(requests_received)     \
+    X(replies_sent) X(requests_sent) X(replies_received) X(gratuitous_sent) X(ignored) X(address_conflicts)
 
 struct ArpCounters {
     RNIC_COUNTER_MEMBERS(RNIC_ARP_COUNTERS)
@@ -52,18 +52,18 @@ public:
     explicit ArpAgent(HostAddress self, ArpConfig config = {}) : NeighbourResolver(config), self_(std::move(self)) {}
 
     // Tells the segment who we are (and detects nothing: see docs/daemon.md).
-    void announce(transport::FrameSink& sink);
+    void announce(common::FrameSink& sink);
 
     // A received ARP frame: learn the sender, answer requests for our address, release frames
     // that were waiting for this neighbour.
-    void receive(std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink);
+    void receive(std::span<const uint8_t> frame, uint64_t now_ns, common::FrameSink& sink);
 
     // The resolver's lookups by IPv4 address (host order).
-    std::optional<wire::MacAddr> resolve(uint32_t ip, uint64_t now_ns, transport::FrameSink& sink) {
+    std::optional<wire::MacAddr> resolve(uint32_t ip, uint64_t now_ns, common::FrameSink& sink) {
         return NeighbourResolver::resolve(key(ip), now_ns, sink);
     }
     bool unreachable(uint32_t ip) const noexcept { return NeighbourResolver::unreachable(key(ip)); }
-    void enqueue(uint32_t ip, std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink) {
+    void enqueue(uint32_t ip, std::span<const uint8_t> frame, uint64_t now_ns, common::FrameSink& sink) {
         NeighbourResolver::enqueue(key(ip), frame, now_ns, sink);
     }
 
@@ -71,7 +71,7 @@ public:
 
 private:
     static NeighbourCache::Key key(uint32_t ip) noexcept { return wire::Gid::from_ipv4(ip).raw; }
-    void solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) override;
+    void solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, common::FrameSink& sink) override;
 
     HostAddress self_;
     ArpCounters counters_;

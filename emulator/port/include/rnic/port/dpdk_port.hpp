@@ -21,7 +21,7 @@ public:
     wire::MacAddr mac() const override;
     size_t rx_burst(std::span<RxFrame> out) override;
     void release_rx() override;
-    transport::FrameSink& tx() override;
+    common::FrameSink& tx() override;
     std::span<const uint8_t> last_committed() const override;
     size_t flush_tx() override;
     PortStats stats() const override;

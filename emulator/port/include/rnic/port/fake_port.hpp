@@ -12,7 +12,7 @@
 
 namespace rnic::port {
 
-class FakePort final : public PortIo, private transport::FrameSink {
+class FakePort final : public PortIo, private common::FrameSink {
 public:
     explicit FakePort(wire::MacAddr mac, size_t buffer_size = 9216);
     ~FakePort() override;
@@ -34,7 +34,7 @@ public:
     wire::MacAddr mac() const override { return mac_; }
     size_t rx_burst(std::span<RxFrame> out) override;
     void release_rx() override { in_flight_.clear(); }
-    transport::FrameSink& tx() override { return *this; }
+    common::FrameSink& tx() override { return *this; }
     std::span<const uint8_t> last_committed() const override;
     size_t flush_tx() override;
     PortStats stats() const override { return stats_; }

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/port/host_address.hpp"
-#include "rnic/transport/engine.hpp"
 #include "rnic/wire/expected.hpp"
 
 namespace rnic::port {
@@ -44,7 +44,7 @@ wire::Expected<Icmp6Message, Icmp6Error> parse_icmp6(std::span<const uint8_t> fr
 
 // Ethernet + IPv6 + ICMPv6 (type, code, checksum, `body`), padded to the Ethernet minimum.
 // Returns false if the sink has no room.
-bool emit_icmp6(transport::FrameSink& sink, const wire::MacAddr& eth_dst, const wire::MacAddr& eth_src,
+bool emit_icmp6(common::FrameSink& sink, const wire::MacAddr& eth_dst, const wire::MacAddr& eth_src,
                 const Ipv6Addr& src, const Ipv6Addr& dst, uint8_t hop_limit, uint8_t type, uint8_t code,
                 std::span<const uint8_t> body);
 

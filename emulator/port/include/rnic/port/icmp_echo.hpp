@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "rnic/common/counter_macros.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/port/host_address.hpp"
 #include "rnic/port/icmp6.hpp"
-#include "rnic/transport/counters.hpp"
-#include "rnic/transport/engine.hpp"
 
 namespace rnic::port {
 
@@ -32,13 +32,13 @@ struct IcmpCounters {
 
 // `frame` must have been classified IcmpForUs. The reply goes back to the frame's source MAC:
 // answering the way the request came needs no ARP lookup.
-IcmpResult answer_echo(std::span<const uint8_t> frame, const HostAddress& self, transport::FrameSink& sink,
+IcmpResult answer_echo(std::span<const uint8_t> frame, const HostAddress& self, common::FrameSink& sink,
                        IcmpCounters& counters);
 
 // `message` is an echo request parse_icmp6() accepted (checksum and lengths are checked there;
 // its errors are counted by the caller). The reply comes from the address asked, or for a
 // multicast request from our address for the asker's prefix; back to the request's source MAC.
-IcmpResult answer_echo6(const Icmp6Message& message, const HostAddress& self, transport::FrameSink& sink,
+IcmpResult answer_echo6(const Icmp6Message& message, const HostAddress& self, common::FrameSink& sink,
                         IcmpCounters& counters);
 
 }  // namespace rnic::port

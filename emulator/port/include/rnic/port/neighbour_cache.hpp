@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "rnic/common/counter_macros.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/port/host_address.hpp"
-#include "rnic/transport/counters.hpp"
-#include "rnic/transport/engine.hpp"
 
 namespace rnic::port {
 
@@ -45,7 +45,7 @@ public:
     // when `unicast` is null, else to that MAC only (the probe of a stale entry).
     class Solicitor {
     public:
-        virtual void solicit(const Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) = 0;
+        virtual void solicit(const Key& addr, const wire::MacAddr* unicast, common::FrameSink& sink) = 0;
 
     protected:
         ~Solicitor() = default;
@@ -59,12 +59,12 @@ public:
     // only what we already track is refreshed, so a busy segment cannot fill the cache.
     // `confirmed`: trusted for reachable_ns; else stale at once, so its first use probes it
     // (what an unsolicited message teaches, RFC 4861's STALE). Frames waiting for it leave.
-    void learn(const Key& addr, const wire::MacAddr& mac, uint64_t now_ns, transport::FrameSink& sink, bool create,
+    void learn(const Key& addr, const wire::MacAddr& mac, uint64_t now_ns, common::FrameSink& sink, bool create,
                bool confirmed = true);
 
     // The MAC, or nullopt while it is being resolved (a request goes out at once if none is in
     // flight) or known to be unreachable.
-    std::optional<wire::MacAddr> resolve(const Key& addr, uint64_t now_ns, transport::FrameSink& sink);
+    std::optional<wire::MacAddr> resolve(const Key& addr, uint64_t now_ns, common::FrameSink& sink);
 
     // The MAC if known (reachable or stale), without side effects.
     std::optional<wire::MacAddr> lookup(const Key& addr) const noexcept;
@@ -76,10 +76,10 @@ public:
 
     // A frame for `addr` whose destination MAC is unknown: sent (MAC patched in) when `addr`
     // resolves, dropped and counted if it does not or the queue is full.
-    void enqueue(const Key& addr, std::span<const uint8_t> frame, uint64_t now_ns, transport::FrameSink& sink);
+    void enqueue(const Key& addr, std::span<const uint8_t> frame, uint64_t now_ns, common::FrameSink& sink);
 
     // Retries and expiries due by now.
-    void advance(uint64_t now_ns, transport::FrameSink& sink);
+    void advance(uint64_t now_ns, common::FrameSink& sink);
     std::optional<uint64_t> next_deadline() const;
 
     const NeighbourCounters& counters() const noexcept { return counters_; }
@@ -114,15 +114,15 @@ class NeighbourResolver : private NeighbourCache::Solicitor {
 public:
     // The MAC, or nullopt while a request is out (one goes out at once if none is in flight) or
     // the address failed; see NeighbourCache.
-    std::optional<wire::MacAddr> resolve(const NeighbourCache::Key& addr, uint64_t now_ns, transport::FrameSink& sink) {
+    std::optional<wire::MacAddr> resolve(const NeighbourCache::Key& addr, uint64_t now_ns, common::FrameSink& sink) {
         return cache_.resolve(addr, now_ns, sink);
     }
     bool unreachable(const NeighbourCache::Key& addr) const noexcept { return cache_.unreachable(addr); }
     void enqueue(const NeighbourCache::Key& addr, std::span<const uint8_t> frame, uint64_t now_ns,
-                 transport::FrameSink& sink) {
+                 common::FrameSink& sink) {
         cache_.enqueue(addr, frame, now_ns, sink);
     }
-    void advance(uint64_t now_ns, transport::FrameSink& sink) { cache_.advance(now_ns, sink); }
+    void advance(uint64_t now_ns, common::FrameSink& sink) { cache_.advance(now_ns, sink); }
     std::optional<uint64_t> next_deadline() const { return cache_.next_deadline(); }
     const NeighbourCache& cache() const noexcept { return cache_; }
     size_t entries() const noexcept { return cache_.entries(); }

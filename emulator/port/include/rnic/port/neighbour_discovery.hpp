@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "rnic/common/counter_macros.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/port/host_address.hpp"
 #include "rnic/port/icmp6.hpp"
 #include "rnic/port/neighbour_cache.hpp"
-#include "rnic/transport/counters.hpp"
-#include "rnic/transport/engine.hpp"
 
 namespace rnic::port {
 
@@ -30,9 +30,10 @@ inline constexpr uint8_t kNdHopLimit = 255;  // RFC 4861 7.1: anything else came
 //   (code, length, options, multicast fields); ignored: valid but not about us (another target,
 //   an unknown neighbour, VLAN-tagged); address_conflicts: someone else claims or probes for one
 //   of our addresses.
-#define RNIC_ND_COUNTERS(X)                                                                           \
-    X(solicitations_received) X(advertisements_sent) X(solicitations_sent) X(advertisements_received) \
-    X(unsolicited_sent) X(bad_hop_limit) X(invalid) X(ignored) X(address_conflicts)
+#define RNIC_ND_COUNTERS(X)                                                                                      \
+    X(solicitations_received)                                                                                    \
+    X(advertisements_sent) X(solicitations_sent) X(advertisements_received) X(unsolicited_sent) X(bad_hop_limit) \
+        X(invalid) X(ignored) X(address_conflicts)
 
 struct NdCounters {
     RNIC_COUNTER_MEMBERS(RNIC_ND_COUNTERS)
@@ -46,21 +47,21 @@ public:
 
     // One unsolicited advertisement per address to all-nodes, override flag set, so neighbours
     // that knew an address under another MAC update it.
-    void announce(transport::FrameSink& sink);
+    void announce(common::FrameSink& sink);
 
     // A neighbour solicitation or advertisement parse_icmp6() accepted (checksum checked there).
-    void receive(const Icmp6Message& message, uint64_t now_ns, transport::FrameSink& sink);
+    void receive(const Icmp6Message& message, uint64_t now_ns, common::FrameSink& sink);
 
     const NdCounters& counters() const noexcept { return counters_; }
 
 private:
-    void solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, transport::FrameSink& sink) override;
+    void solicit(const NeighbourCache::Key& addr, const wire::MacAddr* unicast, common::FrameSink& sink) override;
     void receive_solicitation(const Icmp6Message& m, const Ipv6Addr& target, const wire::MacAddr* source_mac,
-                              uint64_t now_ns, transport::FrameSink& sink);
+                              uint64_t now_ns, common::FrameSink& sink);
     void receive_advertisement(const Icmp6Message& m, const Ipv6Addr& target, const wire::MacAddr* target_mac,
-                               uint64_t now_ns, transport::FrameSink& sink);
+                               uint64_t now_ns, common::FrameSink& sink);
     bool advertise(const Ipv6Addr& target, const Ipv6Addr& dst, const wire::MacAddr& dst_mac, uint8_t flags,
-                   transport::FrameSink& sink);
+                   common::FrameSink& sink);
 
     HostAddress self_;
     NdCounters counters_;

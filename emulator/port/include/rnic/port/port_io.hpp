@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "rnic/transport/engine.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/wire/headers.hpp"
 
 namespace rnic::port {
@@ -37,7 +37,7 @@ public:
     // Outgoing frames are built straight into the port's buffers through this sink (the
     // engine's own interface, so the engine writes into mbuf space); they are queued and go
     // out at flush_tx(), or earlier when a burst fills up.
-    virtual transport::FrameSink& tx() = 0;
+    virtual common::FrameSink& tx() = 0;
     // The frame most recently committed to tx(), for the capture tap; valid until flush_tx().
     virtual std::span<const uint8_t> last_committed() const = 0;
     virtual size_t flush_tx() = 0;
