@@ -1,23 +1,27 @@
 // The completer: consumes ACKs, NAKs, READ responses and atomic ACKs, retires WQEs in order
 // into the send CQ, and owns the retransmission decisions (timeout, sequence NAK, RNR NAK,
-// implied NAK) with their retry budgets.
+// implied NAK) with their retry budgets and timers.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "queue_pair.hpp"
-#include "rnic/transport/engine.hpp"
 #include "rnic/wire/packet.hpp"
 
 namespace rnic::transport {
 
+class EngineCore;
+
 class Completer {
 public:
-    explicit Completer(Engine& engine) : e_(engine) {}
+    explicit Completer(EngineCore& core) : core_(core) {}
 
     void on_response(QueuePair& qp, const wire::RoceFrame& f);
-    void on_timer(QueuePair& qp, uint64_t now);
+    // The ACK timer fired.
+    void on_timeout(QueuePair& qp);
+    // The RNR wait is over: retransmit.
+    void on_rnr_timer(QueuePair& qp);
     void arm_timer(QueuePair& qp);
     // Completes every finished WQE at the head of the send queue, in order.
     void retire(QueuePair& qp);
@@ -31,13 +35,17 @@ private:
     // Everything up to and including `psn` is acknowledged; false if a READ/atomic in that
     // range lacks its data (an implied NAK).
     bool ack_through(QueuePair& qp, uint32_t psn);
-    SendWqe* wqe_at(QueuePair& qp, uint32_t psn);
+    // Everything before the READ/atomic at `pos` is implicitly acknowledged by its response.
+    void ack_before(QueuePair& qp, uint32_t pos);
+    // The unacknowledged WQE holding `psn`, searched from the oldest one not finished.
+    SendWqe* wqe_at(QueuePair& qp, uint32_t psn, uint32_t* pos = nullptr);
+    void advance_ack_cursor(QueuePair& qp) noexcept;
     void progress(QueuePair& qp);
     void retry(QueuePair& qp, uint32_t psn, WcStatus exhausted);
     void fail_at(QueuePair& qp, uint32_t psn, WcStatus status);
-    bool place(QueuePair& qp, const SendWqe& w, uint32_t offset, std::span<const uint8_t> data);
+    bool place(QueuePair& qp, uint32_t pos, uint32_t offset, std::span<const uint8_t> data);
 
-    Engine& e_;
+    EngineCore& core_;
 };
 
 }  // namespace rnic::transport

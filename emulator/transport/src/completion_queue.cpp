@@ -1,4 +1,4 @@
-#include "rnic/transport/completion_queue.hpp"
+#include "completion_queue.hpp"
 
 namespace rnic::transport {
 
@@ -13,7 +13,7 @@ bool CompletionQueue::push(const WorkCompletion& wc) {
     return true;
 }
 
-size_t CompletionQueue::poll(std::span<WorkCompletion> out) {
+size_t CompletionQueue::poll(std::span<WorkCompletion> out) noexcept {
     size_t n = 0;
     while (n < out.size() && !entries_.empty()) {
         out[n++] = entries_.front();

@@ -1,14 +1,13 @@
-// Engine control path: objects, their validation (errno as rdma-core providers return it), the
-// QP state machine's side effects, completions and async events.
+// The engine's control path: objects and their validation (errno as rdma-core providers and
+// uverbs return it), reference counts that decide EBUSY, and the QP state machine's side effects.
+// Every entry point catches what it cannot handle: std::bad_alloc becomes ENOMEM.
 #include "rnic/transport/engine.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 
-#include "completer.hpp"
-#include "queue_pair.hpp"
-#include "requester.hpp"
-#include "responder.hpp"
+#include "engine_core.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/transport/qp_state_machine.hpp"
 #include "rnic/wire/psn.hpp"
@@ -16,18 +15,16 @@
 namespace rnic::transport {
 namespace {
 
-mem::MemoryConfig memory_config(const EngineConfig& c) {
-    mem::MemoryConfig m;
-    m.max_mrs = c.limits.max_mr;
-    m.max_mr_size = c.limits.max_mr_size;
-    m.mpt_cache = c.caches.mpt;
-    m.mtt_cache = c.caches.mtt;
-    return m;
-}
-
 constexpr uint32_t kMaxRnrTimer = 31;
 constexpr uint32_t kMaxTimeout = 31;
 constexpr uint32_t kMaxRetry = 7;
+
+// The source GID decides the IP version of every frame (as rxe's network type follows the
+// sgid): a destination of the other version could never be put on the wire.
+bool valid_av(const EngineConfig& config, const AddressVector& av) noexcept {
+    return av.sgid_index < config.gids.size() &&
+           config.gids[av.sgid_index].is_ipv4_mapped() == av.dgid.is_ipv4_mapped();
+}
 
 }  // namespace
 
@@ -37,171 +34,216 @@ void QpCounters::add(const QpCounters& o) {
 #undef RNIC_ADD_COUNTER
 }
 
-Engine::Engine(EngineConfig config)
-    : config_(std::move(config)),
-      memory_(std::make_unique<mem::MemoryTable>(memory_config(config_))),
-      requester_(std::make_unique<Requester>(*this)),
-      responder_(std::make_unique<Responder>(*this)),
-      completer_(std::make_unique<Completer>(*this)),
-      qpc_cache_(std::make_unique<mem::CacheModel>(config_.caches.qpc)),
-      next_qpn_(config_.first_qpn) {}
+Engine::Engine(EngineConfig config) : core_(std::make_unique<EngineCore>(std::move(config))) {}
 
 Engine::~Engine() = default;
 
-DeviceAttributes Engine::query_device() const {
+DeviceAttributes Engine::query_device() const noexcept {
     DeviceAttributes d;
-    d.limits = config_.limits;
+    d.limits = core_->config.limits;
     return d;
 }
 
-PortAttributes Engine::query_port() const {
+PortAttributes Engine::query_port() const noexcept {
+    const EngineConfig& c = core_->config;
     PortAttributes p;
-    p.max_mtu = config_.limits.max_mtu;
-    p.active_mtu = config_.limits.active_mtu;
-    p.gid_tbl_len = static_cast<uint32_t>(config_.gids.size());
-    p.max_msg_sz = config_.limits.max_msg_size;
+    p.max_mtu = c.limits.max_mtu;
+    p.active_mtu = c.limits.active_mtu;
+    p.gid_tbl_len = static_cast<uint32_t>(c.gids.size());
+    p.max_msg_sz = c.limits.max_msg_size;
     return p;
+}
+
+const std::vector<wire::Gid>& Engine::gids() const noexcept {
+    return core_->config.gids;
+}
+const EngineConfig& Engine::config() const noexcept {
+    return core_->config;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Protection domains, memory regions, CQs, SRQs, AHs
 
-Result<uint32_t> Engine::alloc_pd() {
-    if (pds_.size() >= config_.limits.max_pd) return wire::Unexpected{ENOMEM};
-    const uint32_t h = next_handle_++;
-    pds_.emplace(h, ProtectionDomain{});
+Result<uint32_t> Engine::alloc_pd() noexcept try {
+    const uint32_t h = core_->pds.insert(std::make_unique<ProtectionDomain>());
+    if (h == 0) return wire::Unexpected{ENOMEM};
     return h;
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::dealloc_pd(uint32_t pd) {
-    if (!pds_.count(pd)) return EINVAL;
-    for (const auto& [qpn, qp] : qps_)
-        if (qp->init.pd == pd) return EBUSY;
-    for (const auto& [h, srq] : srqs_)
-        if (srq.pd == pd) return EBUSY;
-    pds_.erase(pd);
+int Engine::dealloc_pd(uint32_t pd) noexcept {
+    const ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return EINVAL;
+    if (p->users != 0) return EBUSY;
+    core_->pds.remove(pd);
     return 0;
 }
 
-Result<MrInfo> Engine::reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access) {
-    if (!pds_.count(pd)) return wire::Unexpected{EINVAL};
-    const mem::RegResult r = memory_->register_mr(pd, addr, length, iova, access);
+Result<MrInfo> Engine::reg_mr(uint32_t pd, void* addr, uint64_t length, uint64_t iova, uint32_t access) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::RegResult r = core_->memory->register_mr(pd, addr, length, iova, access);
     if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
     return MrInfo{r.keys.lkey, r.keys.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
 Result<MrInfo> Engine::reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
-                                    uint64_t length, uint64_t iova, uint32_t access) {
-    if (!pds_.count(pd)) return wire::Unexpected{EINVAL};
-    const mem::RegResult r = memory_->register_mr_pages(pd, pages, first_page_offset, length, iova, access);
+                                    uint64_t length, uint64_t iova, uint32_t access) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::RegResult r = core_->memory->register_mr_pages(pd, pages, first_page_offset, length, iova, access);
     if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
     return MrInfo{r.keys.lkey, r.keys.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::dereg_mr(uint32_t lkey) { return memory_->deregister_mr(lkey); }
+int Engine::dereg_mr(uint32_t lkey) noexcept try {
+    const auto entry = core_->memory->query(lkey);
+    if (!entry) return EINVAL;
+    const int rc = core_->memory->deregister_mr(lkey);
+    if (rc == 0)
+        if (ProtectionDomain* p = core_->pds.find(entry->pd)) --p->users;
+    return rc;
+} catch (const std::bad_alloc&) {
+    return ENOMEM;
+}
 
-Result<uint32_t> Engine::create_cq(uint32_t cqe) {
-    if (cqe == 0 || cqe > config_.limits.max_cqe) return wire::Unexpected{EINVAL};
-    if (cqs_.size() >= config_.limits.max_cq) return wire::Unexpected{ENOMEM};
-    const uint32_t h = next_handle_++;
-    cqs_.emplace(h, std::make_unique<CompletionQueue>(cqe));
+Result<uint32_t> Engine::create_cq(uint32_t cqe) noexcept try {
+    if (cqe == 0 || cqe > core_->config.limits.max_cqe) return wire::Unexpected{EINVAL};
+    const uint32_t h = core_->cqs.insert(std::make_unique<CompletionQueue>(cqe));
+    if (h == 0) return wire::Unexpected{ENOMEM};
     return h;
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::destroy_cq(uint32_t cq) {
-    if (!cqs_.count(cq)) return EINVAL;
-    for (const auto& [qpn, qp] : qps_)
-        if (qp->init.send_cq == cq || qp->init.recv_cq == cq) return EBUSY;
-    cqs_.erase(cq);
+int Engine::destroy_cq(uint32_t cq) noexcept {
+    const CompletionQueue* c = core_->cqs.find(cq);
+    if (!c) return EINVAL;
+    if (c->users != 0) return EBUSY;
+    if (c->updated) std::erase(core_->updated_cqs, cq);
+    core_->cqs.remove(cq);
     return 0;
 }
 
-Result<uint32_t> Engine::create_srq(uint32_t pd, const SrqAttributes& attr) {
-    if (!pds_.count(pd)) return wire::Unexpected{EINVAL};
-    if (attr.max_wr == 0 || attr.max_wr > config_.limits.max_srq_wr || attr.max_sge > config_.limits.max_srq_sge)
-        return wire::Unexpected{EINVAL};
-    if (srqs_.size() >= config_.limits.max_srq) return wire::Unexpected{ENOMEM};
-    const uint32_t h = next_handle_++;
-    SharedReceiveQueue srq;
-    srq.pd = pd;
-    srq.attr = attr;
-    srq.limit_armed = attr.srq_limit != 0;
-    srqs_.emplace(h, std::move(srq));
+Result<uint32_t> Engine::create_srq(uint32_t pd, const SrqAttributes& attr) noexcept try {
+    const DeviceLimits& l = core_->config.limits;
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    if (attr.max_wr == 0 || attr.max_wr > l.max_srq_wr || attr.max_sge > l.max_srq_sge) return wire::Unexpected{EINVAL};
+    auto srq = std::make_unique<SharedReceiveQueue>();
+    srq->pd = pd;
+    srq->attr = attr;
+    srq->attr.max_sge = std::max<uint32_t>(attr.max_sge, 1);
+    srq->limit_armed = attr.srq_limit != 0;
+    srq->wqes.init(attr.max_wr, srq->attr.max_sge);
+    const uint32_t h = core_->srqs.insert(std::move(srq));
+    if (h == 0) return wire::Unexpected{ENOMEM};
+    ++p->users;
     return h;
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::modify_srq(uint32_t srq, uint32_t srq_limit) {
-    auto it = srqs_.find(srq);
-    if (it == srqs_.end() || srq_limit > it->second.attr.max_wr) return EINVAL;
-    it->second.attr.srq_limit = srq_limit;
-    it->second.limit_armed = srq_limit != 0;  // arming, as IBV_SRQ_LIMIT does
+int Engine::modify_srq(uint32_t srq, uint32_t srq_limit) noexcept {
+    SharedReceiveQueue* s = core_->srqs.find(srq);
+    if (!s || srq_limit > s->attr.max_wr) return EINVAL;
+    s->attr.srq_limit = srq_limit;
+    s->limit_armed = srq_limit != 0;  // arming, as IBV_SRQ_LIMIT does
     return 0;
 }
 
-int Engine::destroy_srq(uint32_t srq) {
-    if (!srqs_.count(srq)) return EINVAL;
-    for (const auto& [qpn, qp] : qps_)
-        if (qp->init.srq == srq) return EBUSY;
-    srqs_.erase(srq);
+int Engine::destroy_srq(uint32_t srq) noexcept {
+    const SharedReceiveQueue* s = core_->srqs.find(srq);
+    if (!s) return EINVAL;
+    if (s->users != 0) return EBUSY;
+    if (ProtectionDomain* p = core_->pds.find(s->pd)) --p->users;
+    core_->srqs.remove(srq);
     return 0;
 }
 
-bool Engine::valid_av(const AddressVector& av) const noexcept {
-    // The source GID decides the IP version of every frame (as rxe's network type follows the
-    // sgid): a destination of the other version could never be put on the wire.
-    return av.sgid_index < config_.gids.size() &&
-           config_.gids[av.sgid_index].is_ipv4_mapped() == av.dgid.is_ipv4_mapped();
-}
-
-Result<uint32_t> Engine::create_ah(uint32_t pd, const AddressVector& av) {
-    if (!pds_.count(pd) || !valid_av(av)) return wire::Unexpected{EINVAL};
-    if (ahs_.size() >= config_.limits.max_ah) return wire::Unexpected{ENOMEM};
-    const uint32_t h = next_handle_++;
-    ahs_.emplace(h, av);
+Result<uint32_t> Engine::create_ah(uint32_t pd, const AddressVector& av) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p || !valid_av(core_->config, av)) return wire::Unexpected{EINVAL};
+    const uint32_t h = core_->ahs.insert(std::make_unique<AddressHandle>(AddressHandle{pd, av}));
+    if (h == 0) return wire::Unexpected{ENOMEM};
+    ++p->users;
     return h;
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::destroy_ah(uint32_t ah) { return ahs_.erase(ah) ? 0 : EINVAL; }
+int Engine::destroy_ah(uint32_t ah) noexcept {
+    const AddressHandle* a = core_->ahs.find(ah);
+    if (!a) return EINVAL;
+    if (ProtectionDomain* p = core_->pds.find(a->pd)) --p->users;
+    core_->ahs.remove(ah);
+    return 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Queue pairs
 
-Result<QpInfo> Engine::create_qp(const QpInitAttr& a) {
+Result<QpInfo> Engine::create_qp(const QpInitAttr& a) noexcept try {
+    EngineCore& c = *core_;
     if (a.qp_type != QpType::Rc && a.qp_type != QpType::Uc && a.qp_type != QpType::Ud)
         return wire::Unexpected{EOPNOTSUPP};
-    if (!pds_.count(a.pd) || !cqs_.count(a.send_cq) || !cqs_.count(a.recv_cq)) return wire::Unexpected{EINVAL};
-    if (a.srq && !srqs_.count(*a.srq)) return wire::Unexpected{EINVAL};
-    const DeviceLimits& l = config_.limits;
+    ProtectionDomain* pd = c.pds.find(a.pd);
+    CompletionQueue* send_cq = c.cqs.find(a.send_cq);
+    CompletionQueue* recv_cq = c.cqs.find(a.recv_cq);
+    SharedReceiveQueue* srq = a.srq ? c.srqs.find(*a.srq) : nullptr;
+    if (!pd || !send_cq || !recv_cq || (a.srq && !srq)) return wire::Unexpected{EINVAL};
+    const DeviceLimits& l = c.config.limits;
     if (a.cap.max_send_wr > l.max_qp_wr || a.cap.max_recv_wr > l.max_qp_wr || a.cap.max_send_sge > l.max_sge ||
         a.cap.max_recv_sge > l.max_sge || a.cap.max_inline_data > l.max_inline_data)
         return wire::Unexpected{EINVAL};
     if (a.cap.max_send_wr == 0 && (a.cap.max_recv_wr == 0 && !a.srq)) return wire::Unexpected{EINVAL};
-    if (qps_.size() >= l.max_qp) return wire::Unexpected{ENOMEM};
+    if (c.qps.size() >= c.qps.capacity()) return wire::Unexpected{ENOMEM};
 
     auto qp = std::make_unique<QueuePair>();
-    qp->qpn = next_qpn_;
-    next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
-    if (next_qpn_ < config_.first_qpn) next_qpn_ = config_.first_qpn;
     qp->init = a;
     qp->init.cap.max_send_sge = std::max<uint32_t>(a.cap.max_send_sge, 1);
     qp->init.cap.max_recv_sge = std::max<uint32_t>(a.cap.max_recv_sge, 1);
     qp->attr.cap = qp->init.cap;
     // UD has no path MTU attribute: its messages may be as large as the port's MTU.
-    if (a.qp_type == QpType::Ud) qp->attr.path_mtu = config_.limits.active_mtu;
+    if (a.qp_type == QpType::Ud) qp->attr.path_mtu = l.active_mtu;
     qp->state = QpState::Reset;
-    const QpInfo info{qp->qpn, qp->init.cap};
-    qps_.emplace(qp->qpn, std::move(qp));
-    return info;
+    // The queues' storage is sized now, from the granted caps, so the data path never allocates.
+    qp->sq.init(qp->init.cap.max_send_wr, qp->init.cap.max_send_sge, qp->init.cap.max_inline_data);
+    if (!a.srq) qp->rq.init(qp->init.cap.max_recv_wr, qp->init.cap.max_recv_sge);
+    qp->resp.resources.assign(1, {});
+    qp->resp.responses.reserve(16);
+    QueuePair* raw = qp.get();
+    const uint32_t qpn = c.qps.insert(std::move(qp));
+    if (qpn == 0) return wire::Unexpected{ENOMEM};
+    raw->qpn = qpn;
+    raw->comp.retransmit.owner = raw->comp.rnr.owner = qpn;
+    raw->comp.retransmit.kind = static_cast<uint8_t>(TimerKind::Retransmit);
+    raw->comp.rnr.kind = static_cast<uint8_t>(TimerKind::Rnr);
+    ++pd->users;
+    ++send_cq->users;
+    ++recv_cq->users;
+    if (srq) ++srq->users;
+    return QpInfo{qpn, raw->init.cap};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
 }
 
-int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) {
-    QueuePair* qp = find_qp(qpn);
+int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) noexcept try {
+    EngineCore& c = *core_;
+    QueuePair* qp = c.find_qp(qpn);
     if (!qp) return EINVAL;
     const auto [from, to] = resolve_modify_qp_states(qp->state, mask, a.cur_qp_state, a.qp_state);
     if (int rc = check_modify_qp(qp->init.qp_type, from, to, mask); rc != 0) return rc;
 
     // Values the mask check cannot judge.
-    const DeviceLimits& l = config_.limits;
+    const DeviceLimits& l = c.config.limits;
     if ((mask & QpAttr::PathMtu) && (!is_known(a.path_mtu) || a.path_mtu > l.active_mtu)) return EINVAL;
     if ((mask & QpAttr::Port) && a.port_num != 1) return EINVAL;
     if ((mask & QpAttr::PkeyIndex) && a.pkey_index != 0) return EINVAL;
@@ -211,13 +253,20 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) {
     if ((mask & QpAttr::RetryCnt) && a.retry_cnt > kMaxRetry) return EINVAL;
     if ((mask & QpAttr::RnrRetry) && a.rnr_retry > kMaxRetry) return EINVAL;
     if ((mask & QpAttr::MinRnrTimer) && a.min_rnr_timer > kMaxRnrTimer) return EINVAL;
-    if ((mask & QpAttr::Av) && !valid_av(a.ah_attr)) return EINVAL;
+    if ((mask & QpAttr::Av) && !valid_av(c.config, a.ah_attr)) return EINVAL;
     if ((mask & QpAttr::DestQpn) && a.dest_qp_num > 0xFFFFFF) return EINVAL;
     if ((mask & QpAttr::AccessFlags) &&
         (a.qp_access_flags & ~(mem::kAccessLocalWrite | mem::kAccessRemoteAny | mem::kAccessMwBind)))
         return EINVAL;
-    if ((mask & QpAttr::Cap) && (a.cap.max_send_wr > l.max_qp_wr || a.cap.max_recv_wr > l.max_qp_wr))
-        return EINVAL;
+    // Accepted within the device's limits and not applied, as rxe does: the queues keep the
+    // capacity they were created with.
+    if ((mask & QpAttr::Cap) && (a.cap.max_send_wr > l.max_qp_wr || a.cap.max_recv_wr > l.max_qp_wr)) return EINVAL;
+
+    if (to == QpState::Reset) {
+        // RESET discards everything without completions (IBA 10.3.1); nothing else applies.
+        if (qp->state != QpState::Reset) c.reset_qp(*qp);
+        return 0;
+    }
 
     QpAttributes& q = qp->attr;
     if (mask & QpAttr::AccessFlags) q.qp_access_flags = a.qp_access_flags;
@@ -238,62 +287,67 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) {
     if (mask & QpAttr::EnSqdAsyncNotify) q.en_sqd_async_notify = a.en_sqd_async_notify;
 
     if (mask & QpAttr::RqPsn) {
-        qp->epsn = q.rq_psn;
-        qp->nak_sent = false;
+        qp->resp.epsn = q.rq_psn;
+        qp->resp.nak_sent = false;
     }
-    if (mask & QpAttr::SqPsn) {
-        qp->next_psn = qp->una_psn = q.sq_psn;
+    if (mask & QpAttr::SqPsn) qp->req.next_psn = qp->comp.una_psn = q.sq_psn;
+    if (mask & (QpAttr::RetryCnt | QpAttr::State)) qp->comp.retry_left = q.retry_cnt;
+    if (mask & (QpAttr::RnrRetry | QpAttr::State)) qp->comp.rnr_retry_left = q.rnr_retry;
+    if (mask & QpAttr::MaxDestRdAtomic) {
+        qp->resp.resources.assign(std::max<uint32_t>(q.max_dest_rd_atomic, 1), {});
+        qp->resp.next_resource = 0;
+        // Room for every READ response and atomic ACK it may owe, plus the ACKs between them.
+        qp->resp.responses.reserve(2 * qp->resp.resources.size() + 64);
     }
-    if (mask & (QpAttr::RetryCnt | QpAttr::State)) qp->retry_left = q.retry_cnt;
-    if (mask & (QpAttr::RnrRetry | QpAttr::State)) qp->rnr_retry_left = q.rnr_retry;
-    if (mask & QpAttr::MaxDestRdAtomic) qp->resources.assign(std::max<uint32_t>(q.max_dest_rd_atomic, 1), {});
-    if (qp->resources.empty()) qp->resources.assign(1, {});
 
     if (to != qp->state) {
-        if (to == QpState::Reset) {
-            // RESET discards everything without completions (IBA 10.3.1).
-            auto fresh = std::make_unique<QueuePair>();
-            fresh->qpn = qp->qpn;
-            fresh->init = qp->init;
-            fresh->attr.cap = qp->init.cap;
-            qps_[qpn] = std::move(fresh);
-            return 0;
-        }
         qp->state = to;
         q.qp_state = to;
-        qp->sqd_notified = false;
-        if (to == QpState::Sqd) completer_->retire(*qp);  // may already be drained
-        if (to == QpState::Err) flush_queues(*qp);
-        if (to == QpState::Rts || to == QpState::Rtr) mark_ready(*qp);
+        qp->comp.sqd_notified = false;
+        if (to == QpState::Sqd) c.completer.retire(*qp);  // may already be drained
+        if (to == QpState::Err) c.flush_queues(*qp);
+        if (to == QpState::Rts || to == QpState::Rtr) c.mark_ready(*qp);
     }
     return 0;
+} catch (const std::bad_alloc&) {
+    return ENOMEM;
 }
 
-int Engine::query_qp(uint32_t qpn, QpAttributes& attr) const {
-    const QueuePair* qp = find_qp(qpn);
+int Engine::query_qp(uint32_t qpn, QpAttributes& attr) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
     if (!qp) return EINVAL;
     attr = qp->attr;
     // The attributes keep the PSNs ModifyQp set; the IB spec's Query QP returns the current ones.
-    attr.sq_psn = qp->next_psn;
-    attr.rq_psn = qp->epsn;
+    attr.sq_psn = qp->req.next_psn;
+    attr.rq_psn = qp->resp.epsn;
     attr.qp_state = qp->state;
     attr.cur_qp_state = qp->state;
     attr.cap = qp->init.cap;
-    attr.sq_draining = qp->state == QpState::Sqd && qp->cursor < qp->sq.size();
+    attr.sq_draining = qp->state == QpState::Sqd && qp->req.cursor != qp->sq.tail();
     return 0;
 }
 
-int Engine::destroy_qp(uint32_t qpn) {
-    if (!qps_.erase(qpn)) return EINVAL;
-    ready_.erase(std::remove(ready_.begin(), ready_.end(), qpn), ready_.end());
+int Engine::destroy_qp(uint32_t qpn) noexcept try {
+    EngineCore& c = *core_;
+    QueuePair* qp = c.find_qp(qpn);
+    if (!qp) return EINVAL;
+    if (qp->resp.recv.active && qp->resp.recv.from_srq) c.give_back_recv(*qp);
+    c.cancel(qp->comp.retransmit);
+    c.cancel(qp->comp.rnr);
+    c.release_qp_references(*qp);
+    // Its place on the ready list (if any) is skipped: transmit() finds no QP by that number.
+    c.qps.remove(qpn);
     return 0;
+} catch (const std::bad_alloc&) {
+    return ENOMEM;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Posting
 
-int Engine::post_send(uint32_t qpn, const SendWr& wr) {
-    QueuePair* qp = find_qp(qpn);
+int Engine::post_send(uint32_t qpn, const SendWr& wr) noexcept try {
+    EngineCore& c = *core_;
+    QueuePair* qp = c.find_qp(qpn);
     if (!qp) return EINVAL;
     if (qp->state == QpState::Reset || qp->state == QpState::Init || qp->state == QpState::Rtr) return EINVAL;
     const QpCap& cap = qp->init.cap;
@@ -302,238 +356,154 @@ int Engine::post_send(uint32_t qpn, const SendWr& wr) {
     const bool inl = wr.send_flags & SendFlag::Inline;
     if (inl && wr.inline_data.size() > cap.max_inline_data) return EINVAL;
 
-    const WrOpcode op = wr.opcode;
-    const bool sendish = op == WrOpcode::Send || op == WrOpcode::SendWithImm;
-    const bool write = op == WrOpcode::RdmaWrite || op == WrOpcode::RdmaWriteWithImm;
-    const bool rd_atomic = op == WrOpcode::RdmaRead || op == WrOpcode::AtomicCmpAndSwp ||
-                           op == WrOpcode::AtomicFetchAndAdd;
-    switch (qp->init.qp_type) {
-        case QpType::Ud:
-            if (!sendish) return EINVAL;
-            if (!ahs_.count(wr.ah)) return EINVAL;
-            break;
-        case QpType::Uc:
-            if (!sendish && !write && op != WrOpcode::LocalInv) return EINVAL;
-            break;
-        case QpType::Rc:
-            if (!sendish && !write && !rd_atomic && op != WrOpcode::SendWithInv && op != WrOpcode::LocalInv)
-                return EINVAL;
-            break;
-        default:
-            return EINVAL;
-    }
-    if (inl && (rd_atomic || op == WrOpcode::LocalInv)) return EINVAL;
+    const WrInfo& info = wr_info(wr.opcode);
+    if (!info.allowed_on(qp->init.qp_type)) return EINVAL;
+    if (inl && !info.inline_allowed) return EINVAL;
+    const AddressHandle* ah = nullptr;
+    if (qp->is_ud() && !(ah = c.ahs.find(wr.ah))) return EINVAL;
 
-    SendWqe wqe;
-    wqe.wr = wr;
     uint64_t length = 0;
     if (inl) {
         length = wr.inline_data.size();
-        wqe.wr.sg_list.clear();
     } else {
-        wqe.wr.inline_data.clear();
         for (const Sge& s : wr.sg_list) length += s.length;
     }
-    if (length > config_.limits.max_msg_size) return EINVAL;
-    if ((op == WrOpcode::AtomicCmpAndSwp || op == WrOpcode::AtomicFetchAndAdd) && length != 8) return EINVAL;
+    if (length > c.config.limits.max_msg_size) return EINVAL;
+    if (info.kind == WrClass::Atomic && length != 8) return EINVAL;
     if (qp->is_ud() && length > qp->mtu()) return EINVAL;
-    wqe.length = static_cast<uint32_t>(length);
-    qp->sq.push_back(std::move(wqe));
+    SendWqe& w = qp->sq.push(wr, static_cast<uint32_t>(length));
+    if (ah) w.av = ah->av;  // the AH may be destroyed before the WQE goes out
     if (qp->state == QpState::Err || qp->state == QpState::Sqe) {
         // rdma-core providers complete WRs posted in an error state with a flush error.
-        if (qp->state == QpState::Err) flush_queues(*qp);
-        else move_to_send_queue_error(*qp);
+        if (qp->state == QpState::Err)
+            c.flush_queues(*qp);
+        else
+            c.move_to_send_queue_error(*qp);
         return 0;
     }
-    mark_ready(*qp);
+    c.mark_ready(*qp);
     return 0;
+} catch (...) {
+    ++core_->counters.internal_errors;
+    return ENOMEM;
 }
 
-int Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
-    QueuePair* qp = find_qp(qpn);
+int Engine::post_recv(uint32_t qpn, const RecvWr& wr) noexcept try {
+    EngineCore& c = *core_;
+    QueuePair* qp = c.find_qp(qpn);
     if (!qp || qp->init.srq) return EINVAL;
     if (qp->state == QpState::Reset) return EINVAL;
     if (wr.sg_list.size() > qp->init.cap.max_recv_sge) return EINVAL;
-    if (qp->rq.size() >= qp->init.cap.max_recv_wr) return ENOMEM;
-    qp->rq.push_back(wr);
-    if (qp->state == QpState::Err) flush_queues(*qp);
+    if (qp->rq.full()) return ENOMEM;
+    qp->rq.push(wr);
+    if (qp->state == QpState::Err) c.flush_queues(*qp);
     return 0;
+} catch (...) {
+    ++core_->counters.internal_errors;
+    return ENOMEM;
 }
 
-int Engine::post_srq_recv(uint32_t srq, const RecvWr& wr) {
-    auto it = srqs_.find(srq);
-    if (it == srqs_.end() || wr.sg_list.size() > it->second.attr.max_sge) return EINVAL;
-    if (it->second.wqes.size() >= it->second.attr.max_wr) return ENOMEM;
-    it->second.wqes.push_back(wr);
+int Engine::post_srq_recv(uint32_t srq, const RecvWr& wr) noexcept try {
+    SharedReceiveQueue* s = core_->srqs.find(srq);
+    if (!s || wr.sg_list.size() > s->attr.max_sge) return EINVAL;
+    if (s->wqes.full()) return ENOMEM;
+    s->wqes.push(wr);
     return 0;
+} catch (...) {
+    ++core_->counters.internal_errors;
+    return ENOMEM;
 }
 
-int Engine::poll_cq(uint32_t cq, std::span<WorkCompletion> out) {
-    auto it = cqs_.find(cq);
-    if (it == cqs_.end()) return -EINVAL;
-    return static_cast<int>(it->second->poll(out));
+int Engine::poll_cq(uint32_t cq, std::span<WorkCompletion> out) noexcept {
+    CompletionQueue* c = core_->cqs.find(cq);
+    if (!c) return -EINVAL;
+    return static_cast<int>(c->poll(out));
 }
 
-bool Engine::poll_async_event(AsyncEvent& event) {
-    if (events_.empty()) return false;
-    event = events_.front();
-    events_.pop_front();
+bool Engine::poll_async_event(AsyncEvent& event) noexcept {
+    auto& events = core_->events;
+    if (events.empty()) return false;
+    event = events.front();
+    events.pop_front();
     return true;
 }
 
+void Engine::take_updated_cqs(std::vector<uint32_t>& out) noexcept {
+    out.clear();
+    out.swap(core_->updated_cqs);
+    for (uint32_t h : out)
+        if (CompletionQueue* cq = core_->cqs.find(h)) cq->updated = false;
+}
+
 // ---------------------------------------------------------------------------------------------
-// Shared helpers
+// Introspection
 
-QueuePair* Engine::find_qp(uint32_t qpn) {
-    auto it = qps_.find(qpn);
-    return it == qps_.end() ? nullptr : it->second.get();
+const DeviceCounters& Engine::device_counters() const noexcept {
+    return core_->counters;
 }
 
-const QueuePair* Engine::find_qp(uint32_t qpn) const {
-    auto it = qps_.find(qpn);
-    return it == qps_.end() ? nullptr : it->second.get();
-}
-
-const QpCounters* Engine::qp_counters(uint32_t qpn) const {
-    const QueuePair* qp = find_qp(qpn);
+const QpCounters* Engine::qp_counters(uint32_t qpn) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
     return qp ? &qp->counters : nullptr;
 }
 
-std::optional<QpSequence> Engine::qp_sequence(uint32_t qpn) const {
-    const QueuePair* qp = find_qp(qpn);
+std::optional<QpSequence> Engine::qp_sequence(uint32_t qpn) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
     if (!qp) return std::nullopt;
     // Only RC waits for acknowledgements: UC and UD never move una_psn.
-    return QpSequence{qp->next_psn, qp->is_rc() ? qp->una_psn : qp->next_psn, qp->epsn};
-}
-
-size_t Engine::mr_count() const noexcept {
-    return memory_->mr_count();
+    return QpSequence{qp->req.next_psn, qp->is_rc() ? qp->comp.una_psn : qp->req.next_psn, qp->resp.epsn};
 }
 
 QpCounters Engine::total_qp_counters() const {
     QpCounters total;
-    for (const auto& [qpn, qp] : qps_) total.add(qp->counters);
+    core_->qps.for_each([&](uint32_t, const QueuePair& qp) { total.add(qp.counters); });
     return total;
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> Engine::cache_counters() const {
-    std::vector<std::pair<std::string_view, uint64_t>> out = {
-        {"qpc_cache_hits", qpc_cache_->hits()},
-        {"qpc_cache_misses", qpc_cache_->misses()},
-        {"qpc_cache_evictions", qpc_cache_->evictions()},
-        {"mpt_cache_hits", memory_->mpt_cache().hits()},
-        {"mpt_cache_misses", memory_->mpt_cache().misses()},
-        {"mpt_cache_evictions", memory_->mpt_cache().evictions()},
-        {"mtt_cache_hits", memory_->mtt_cache().hits()},
-        {"mtt_cache_misses", memory_->mtt_cache().misses()},
-        {"mtt_cache_evictions", memory_->mtt_cache().evictions()},
+    const EngineCore& c = *core_;
+    return {
+        {"qpc_cache_hits", c.qpc_cache->hits()},
+        {"qpc_cache_misses", c.qpc_cache->misses()},
+        {"qpc_cache_evictions", c.qpc_cache->evictions()},
+        {"mpt_cache_hits", c.memory->mpt_cache().hits()},
+        {"mpt_cache_misses", c.memory->mpt_cache().misses()},
+        {"mpt_cache_evictions", c.memory->mpt_cache().evictions()},
+        {"mtt_cache_hits", c.memory->mtt_cache().hits()},
+        {"mtt_cache_misses", c.memory->mtt_cache().misses()},
+        {"mtt_cache_evictions", c.memory->mtt_cache().evictions()},
     };
-    return out;
 }
 
-void Engine::complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc) {
-    ++qp.counters.completions;
-    ++completion_seq_;
-    if (wc.status != WcStatus::Success) ++qp.counters.error_completions;
-    auto it = cqs_.find(cq);
-    if (it == cqs_.end()) return;
-    const bool was_overflowed = it->second->overflowed();
-    if (!it->second->push(wc)) {
-        ++counters_.cq_overflows;
-        if (!was_overflowed) raise_event(EventType::CqErr, cq);
-    }
+bool Engine::has_pending_work() const noexcept {
+    return !core_->ready.empty();
 }
-
-void Engine::raise_event(EventType type, uint32_t object) {
-    ++counters_.async_events;
-    events_.push_back({type, object});
+uint64_t Engine::completion_seq() const noexcept {
+    return core_->completion_seq;
 }
-
-void Engine::move_to_send_queue_error(QueuePair& qp) {
-    // UC and UD QPs keep receiving after a send-side error (IBA 10.3.1, SQE state): only the
-    // send queue is flushed.
-    if (qp.is_rc()) {
-        move_to_error(qp);
-        return;
-    }
-    qp.state = QpState::Sqe;
-    qp.attr.qp_state = QpState::Sqe;
-    flush_send_queue(qp);
+bool Engine::has_async_events() const noexcept {
+    return !core_->events.empty();
 }
-
-// Outstanding send WRs complete in order: a failed one with its error, the rest flushed.
-void Engine::flush_send_queue(QueuePair& qp) {
-    while (!qp.sq.empty()) {
-        const SendWqe& w = qp.sq.front();
-        WorkCompletion wc;
-        wc.wr_id = w.wr.wr_id;
-        wc.status = w.done && w.status != WcStatus::Success ? w.status : WcStatus::WrFlushErr;
-        wc.opcode = wc_opcode_for(w.wr.opcode).value_or(WcOpcode::Send);
-        wc.qp_num = qp.qpn;
-        complete(qp, qp.init.send_cq, wc);
-        qp.sq.pop_front();
-    }
-    qp.cursor = 0;
-    qp.cursor_pkt = 0;
-    qp.outstanding_rd_atomic = 0;
-    qp.retransmit_deadline.reset();
-    qp.rnr_deadline.reset();
+size_t Engine::qp_count() const noexcept {
+    return core_->qps.size();
 }
-
-void Engine::move_to_error(QueuePair& qp) {
-    if (qp.state == QpState::Err) return;
-    qp.state = QpState::Err;
-    qp.attr.qp_state = QpState::Err;
-    flush_queues(qp);
+size_t Engine::cq_count() const noexcept {
+    return core_->cqs.size();
 }
-
-// Every outstanding WR completes with IBV_WC_WR_FLUSH_ERR, in order (IBA 10.3.1 error state).
-void Engine::flush_queues(QueuePair& qp) {
-    flush_send_queue(qp);
-    if (qp.recv_in_progress && !qp.recv_from_srq) qp.rq.push_front(*qp.recv_in_progress);
-    qp.recv_in_progress.reset();
-    while (!qp.rq.empty()) {
-        WorkCompletion wc;
-        wc.wr_id = qp.rq.front().wr_id;
-        wc.status = WcStatus::WrFlushErr;
-        wc.opcode = WcOpcode::Recv;
-        wc.qp_num = qp.qpn;
-        complete(qp, qp.init.recv_cq, wc);
-        qp.rq.pop_front();
-    }
-    qp.responses.clear();
+size_t Engine::pd_count() const noexcept {
+    return core_->pds.size();
 }
-
-void Engine::charge(uint64_t ns) { busy_until_ = std::max(busy_until_, now_) + ns; }
-
-bool Engine::take_recv_wqe(QueuePair& qp, RecvWr& out, bool& from_srq) {
-    if (qp.init.srq) {
-        auto it = srqs_.find(*qp.init.srq);
-        if (it == srqs_.end() || it->second.wqes.empty()) return false;
-        out = std::move(it->second.wqes.front());
-        it->second.wqes.pop_front();
-        from_srq = true;
-        after_srq_consume(*qp.init.srq);
-        return true;
-    }
-    if (qp.rq.empty()) return false;
-    out = std::move(qp.rq.front());
-    qp.rq.pop_front();
-    from_srq = false;
-    return true;
+size_t Engine::srq_count() const noexcept {
+    return core_->srqs.size();
 }
-
-void Engine::after_srq_consume(uint32_t srq) {
-    SharedReceiveQueue& s = srqs_.at(srq);
-    // IBA 11.5.2.5: once armed, the limit event fires when the WQE count drops below it.
-    if (s.limit_armed && s.wqes.size() < s.attr.srq_limit) {
-        s.limit_armed = false;
-        raise_event(EventType::SrqLimitReached, srq);
-    }
+size_t Engine::ah_count() const noexcept {
+    return core_->ahs.size();
 }
-
-void Engine::mark_ready(QueuePair& qp) {
-    if (std::find(ready_.begin(), ready_.end(), qp.qpn) == ready_.end()) ready_.push_back(qp.qpn);
+size_t Engine::mr_count() const noexcept {
+    return core_->memory->mr_count();
+}
+size_t Engine::armed_timers() const noexcept {
+    return core_->timers.size();
 }
 
 }  // namespace rnic::transport

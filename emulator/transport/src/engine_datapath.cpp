@@ -1,12 +1,9 @@
 // Engine data path: frames in (parse, address and QP checks, dispatch to responder or
-// completer), frames out (round robin over QPs with work, responses before new requests),
-// and timers.
+// completer), frames out (round robin over the ready list, responses before new requests),
+// and timers. Every step is proportional to the frames, QPs with work and timers due.
 #include <algorithm>
 
-#include "completer.hpp"
-#include "queue_pair.hpp"
-#include "requester.hpp"
-#include "responder.hpp"
+#include "engine_core.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/transport/engine.hpp"
 #include "rnic/wire/parser.hpp"
@@ -16,10 +13,14 @@ namespace {
 
 bool transport_matches(wire::Transport t, QpType type) {
     switch (type) {
-        case QpType::Rc: return t == wire::Transport::RC;
-        case QpType::Uc: return t == wire::Transport::UC;
-        case QpType::Ud: return t == wire::Transport::UD;
-        default: return false;
+        case QpType::Rc:
+            return t == wire::Transport::RC;
+        case QpType::Uc:
+            return t == wire::Transport::UC;
+        case QpType::Ud:
+            return t == wire::Transport::UD;
+        default:
+            return false;
     }
 }
 
@@ -27,150 +28,183 @@ bool transport_matches(wire::Transport t, QpType type) {
 
 std::string_view to_string(RxVerdict v) noexcept {
     switch (v) {
-        case RxVerdict::Accepted: return "accepted";
-        case RxVerdict::NotRocev2: return "not RoCEv2";
-        case RxVerdict::BadIcrc: return "bad ICRC";
-        case RxVerdict::Malformed: return "malformed";
-        case RxVerdict::NotForUs: return "not for us (MAC or GID)";
-        case RxVerdict::UnknownQp: return "unknown QP";
-        case RxVerdict::BadPkey: return "bad P_Key";
-        case RxVerdict::WrongTransport: return "opcode of another transport";
-        case RxVerdict::BadSource: return "source GID is not the QP's peer";
-        case RxVerdict::BadState: return "QP cannot receive in its state";
-        case RxVerdict::RemoteAccessError: return "remote access error (NAKed)";
-        case RxVerdict::InvalidRequest: return "invalid request (NAKed)";
+        case RxVerdict::Accepted:
+            return "accepted";
+        case RxVerdict::NotRocev2:
+            return "not RoCEv2";
+        case RxVerdict::BadIcrc:
+            return "bad ICRC";
+        case RxVerdict::Malformed:
+            return "malformed";
+        case RxVerdict::NotForUs:
+            return "not for us (MAC or GID)";
+        case RxVerdict::UnknownQp:
+            return "unknown QP";
+        case RxVerdict::BadPkey:
+            return "bad P_Key";
+        case RxVerdict::WrongTransport:
+            return "opcode of another transport";
+        case RxVerdict::BadSource:
+            return "source GID is not the QP's peer";
+        case RxVerdict::BadState:
+            return "QP cannot receive in its state";
+        case RxVerdict::RemoteAccessError:
+            return "remote access error (NAKed)";
+        case RxVerdict::InvalidRequest:
+            return "invalid request (NAKed)";
     }
     return "?";
 }
 
-RxResult Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) {
-    now_ = std::max(now_, now_ns);
-    ++counters_.rx_frames;
+RxResult Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) noexcept {
+    EngineCore& c = *core_;
+    c.now = std::max(c.now, now_ns);
+    ++c.counters.rx_frames;
     RxResult r;
-    auto parsed = wire::parse_frame(frame);
-    if (!parsed) {
-        const wire::ParseErrc code = parsed.error().code;
-        r.parse_error = code;
-        if (wire::is_not_rocev2(code)) {
-            ++counters_.rx_not_rocev2;
-            r.verdict = RxVerdict::NotRocev2;
-        } else if (code == wire::ParseErrc::BadIcrc) {
-            ++counters_.rx_icrc_errors;
-            r.verdict = RxVerdict::BadIcrc;
-        } else {
-            ++counters_.rx_malformed;
-            r.verdict = RxVerdict::Malformed;
+    try {
+        auto parsed = wire::parse_frame(frame);
+        if (!parsed) {
+            const wire::ParseErrc code = parsed.error().code;
+            r.parse_error = code;
+            if (wire::is_not_rocev2(code)) {
+                ++c.counters.rx_not_rocev2;
+                r.verdict = RxVerdict::NotRocev2;
+            } else if (code == wire::ParseErrc::BadIcrc) {
+                ++c.counters.rx_icrc_errors;
+                r.verdict = RxVerdict::BadIcrc;
+            } else {
+                ++c.counters.rx_malformed;
+                r.verdict = RxVerdict::Malformed;
+            }
+            return r;
         }
-        return r;
+        const wire::RoceFrame& f = *parsed;
+        r.qpn = f.bth.dest_qp;
+        r.psn = f.bth.psn;
+        r.opcode = f.bth.opcode;
+        const auto& gids = c.config.gids;
+        if (f.eth.dst != c.config.mac || std::find(gids.begin(), gids.end(), f.dst_gid) == gids.end()) {
+            ++c.counters.rx_not_for_us;
+            r.verdict = RxVerdict::NotForUs;
+            return r;
+        }
+        if (f.info->kind == wire::OpKind::Cnp) return r;  // congestion control is not modelled yet
+        QueuePair* qp = c.find_qp(f.bth.dest_qp);
+        if (!qp) {
+            ++c.counters.rx_unknown_qp;
+            r.verdict = RxVerdict::UnknownQp;
+            return r;
+        }
+        c.touch_qpc(qp->qpn);
+        if ((f.bth.pkey & 0x7FFF) != 0x7FFF) {  // only the default partition exists
+            ++c.counters.rx_bad_pkey;
+            r.verdict = RxVerdict::BadPkey;
+            return r;
+        }
+        if (!transport_matches(f.info->transport, qp->init.qp_type)) {
+            ++c.counters.rx_malformed;
+            r.verdict = RxVerdict::WrongTransport;
+            return r;
+        }
+        // Connected QPs accept only their peer (rxe checks the source address the same way).
+        if (!qp->is_ud() && f.src_gid != qp->attr.ah_attr.dgid) {
+            ++c.counters.rx_bad_source;
+            r.verdict = RxVerdict::BadSource;
+            return r;
+        }
+        if (qp->state == QpState::Reset || qp->state == QpState::Init || qp->state == QpState::Err) {
+            ++c.counters.rx_bad_state;
+            r.verdict = RxVerdict::BadState;
+            return r;
+        }
+        const uint64_t access_errors = qp->counters.remote_access_errors;
+        const uint64_t invalid_requests = qp->counters.remote_invalid_request_errors;
+        if (f.info->is_request()) {
+            c.responder.on_request(*qp, f, frame);
+            // The responder counted a class B/C error of this request (it NAKed it, or dropped it on UC).
+            if (qp->counters.remote_access_errors != access_errors)
+                r.verdict = RxVerdict::RemoteAccessError;
+            else if (qp->counters.remote_invalid_request_errors != invalid_requests)
+                r.verdict = RxVerdict::InvalidRequest;
+        } else {
+            c.completer.on_response(*qp, f);
+        }
+        c.charge(c.config.tuning.per_packet_cost_ns + c.memory->take_charged_ns());
+        if (c.responder.has_work(*qp) || c.requester.has_work(*qp)) c.mark_ready(*qp);
+    } catch (...) {
+        ++c.counters.internal_errors;
     }
-    const wire::RoceFrame& f = *parsed;
-    r.qpn = f.bth.dest_qp;
-    r.psn = f.bth.psn;
-    r.opcode = f.bth.opcode;
-    const bool our_gid = std::find(config_.gids.begin(), config_.gids.end(), f.dst_gid) != config_.gids.end();
-    if (!our_gid || f.eth.dst != config_.mac) {
-        ++counters_.rx_not_for_us;
-        r.verdict = RxVerdict::NotForUs;
-        return r;
-    }
-    if (f.info->kind == wire::OpKind::Cnp) return r;  // congestion control is not modelled yet
-    QueuePair* qp = find_qp(f.bth.dest_qp);
-    if (!qp) {
-        ++counters_.rx_unknown_qp;
-        r.verdict = RxVerdict::UnknownQp;
-        return r;
-    }
-    // The QP context lookup goes through the QPC cache like everything an RNIC keeps in ICM.
-    if (qpc_cache_->enabled() && !qpc_cache_->access(qp->qpn)) charge(qpc_cache_->config().miss_cost_ns);
-    if ((f.bth.pkey & 0x7FFF) != 0x7FFF) {  // only the default partition exists
-        ++counters_.rx_bad_pkey;
-        r.verdict = RxVerdict::BadPkey;
-        return r;
-    }
-    if (!transport_matches(f.info->transport, qp->init.qp_type)) {
-        ++counters_.rx_malformed;
-        r.verdict = RxVerdict::WrongTransport;
-        return r;
-    }
-    // Connected QPs accept only their peer (rxe checks the source address the same way).
-    if (!qp->is_ud() && f.src_gid != qp->attr.ah_attr.dgid) {
-        ++counters_.rx_bad_source;
-        r.verdict = RxVerdict::BadSource;
-        return r;
-    }
-    if (qp->state == QpState::Reset || qp->state == QpState::Init || qp->state == QpState::Err) {
-        ++counters_.rx_bad_state;
-        r.verdict = RxVerdict::BadState;
-        return r;
-    }
-    const uint64_t access_errors = qp->counters.remote_access_errors;
-    const uint64_t invalid_requests = qp->counters.remote_invalid_request_errors;
-    if (f.info->is_request()) {
-        responder_->on_request(*qp, f, frame);
-        // The responder counted a class B/C error of this request (it NAKed it, or dropped it on UC).
-        if (qp->counters.remote_access_errors != access_errors) r.verdict = RxVerdict::RemoteAccessError;
-        else if (qp->counters.remote_invalid_request_errors != invalid_requests) r.verdict = RxVerdict::InvalidRequest;
-    } else {
-        completer_->on_response(*qp, f);
-    }
-    charge(config_.tuning.per_packet_cost_ns + memory_->take_charged_ns());
-    if (responder_->has_work(*qp) || requester_->has_work(*qp)) mark_ready(*qp);
     return r;
 }
 
-size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) {
-    now_ = std::max(now_, now_ns);
+size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noexcept {
+    EngineCore& c = *core_;
+    c.now = std::max(c.now, now_ns);
+    c.tx_full = false;
     size_t total = 0;
-    size_t turns = ready_.size();
-    while (total < max_frames && turns-- > 0 && !ready_.empty() && now_ >= busy_until_) {
-        const uint32_t qpn = ready_.front();
-        ready_.pop_front();
-        QueuePair* qp = find_qp(qpn);
-        if (!qp) continue;
-        const size_t budget = std::min<size_t>(config_.tuning.tx_burst, max_frames - total);
-        size_t n = responder_->emit(*qp, sink, budget);
-        if (n < budget) n += requester_->emit(*qp, sink, budget - n);
-        total += n;
-        if (n > 0) {
-            charge(n * config_.tuning.per_packet_cost_ns + memory_->take_charged_ns());
-            if (qpc_cache_->enabled() && !qpc_cache_->access(qp->qpn)) charge(qpc_cache_->config().miss_cost_ns);
+    size_t turns = c.ready.size();
+    try {
+        while (total < max_frames && turns-- > 0 && !c.ready.empty() && c.now >= c.busy_until) {
+            const uint32_t qpn = c.ready.front();
+            c.ready.pop_front();
+            QueuePair* qp = c.find_qp(qpn);
+            if (!qp || !qp->in_ready) continue;  // destroyed, or an old entry of a reused slot
+            qp->in_ready = false;
+            const size_t budget = std::min<size_t>(c.config.tuning.tx_burst, max_frames - total);
+            size_t n = c.responder.emit(*qp, sink, budget);
+            if (n < budget && !c.tx_full) n += c.requester.emit(*qp, sink, budget - n);
+            total += n;
+            if (n > 0) {
+                c.charge(n * c.config.tuning.per_packet_cost_ns + c.memory->take_charged_ns());
+                c.touch_qpc(qp->qpn);
+            }
+            const bool more = c.responder.has_work(*qp) || c.requester.has_work(*qp);
+            if (c.tx_full) {
+                // The port is full mid-turn: this QP goes first when there is room again.
+                if (more) {
+                    qp->in_ready = true;
+                    c.ready.push_front(qpn);
+                }
+                break;
+            }
+            // Still has work and was not blocked: back in line for another turn.
+            if (n == budget && more) c.mark_ready(*qp);
         }
-        // Still has work and was not blocked: back in line for another turn.
-        if (n == budget && (responder_->has_work(*qp) || requester_->has_work(*qp))) ready_.push_back(qpn);
+    } catch (...) {
+        ++c.counters.internal_errors;
     }
-    counters_.tx_frames += total;
-    counters_.qpc_cache_hits = qpc_cache_->hits();
-    counters_.qpc_cache_misses = qpc_cache_->misses();
-    counters_.qpc_cache_evictions = qpc_cache_->evictions();
+    c.counters.tx_frames += total;
+    c.counters.qpc_cache_hits = c.qpc_cache->hits();
+    c.counters.qpc_cache_misses = c.qpc_cache->misses();
+    c.counters.qpc_cache_evictions = c.qpc_cache->evictions();
     return total;
 }
 
-std::optional<uint64_t> Engine::next_deadline() const {
-    std::optional<uint64_t> t;
-    auto consider = [&](uint64_t v) { t = t ? std::min(*t, v) : v; };
-    if (!ready_.empty()) consider(std::max(now_, busy_until_));
-    for (const auto& [qpn, qp] : qps_) {
-        if (qp->retransmit_deadline) consider(*qp->retransmit_deadline);
-        if (qp->rnr_deadline) consider(*qp->rnr_deadline);
+std::optional<uint64_t> Engine::next_deadline() const noexcept {
+    const EngineCore& c = *core_;
+    std::optional<uint64_t> t = c.timers.earliest();
+    if (!c.ready.empty()) {
+        const uint64_t ready_at = std::max(c.now, c.busy_until);
+        t = t ? std::min(*t, ready_at) : ready_at;
     }
     return t;
 }
 
-void Engine::advance(uint64_t now_ns) {
-    now_ = std::max(now_, now_ns);
-    for (auto& [qpn, qp] : qps_) {
-        if (qp->rnr_deadline && *qp->rnr_deadline <= now_) {
-            qp->rnr_deadline.reset();
-            completer_->arm_timer(*qp);
-            mark_ready(*qp);
+void Engine::advance(uint64_t now_ns) noexcept {
+    EngineCore& c = *core_;
+    c.now = std::max(c.now, now_ns);
+    try {
+        while (Timer* t = c.timers.pop_due(c.now)) {
+            QueuePair* qp = c.find_qp(t->owner);
+            if (!qp) continue;  // cannot happen: a QP cancels its timers when destroyed
+            if (static_cast<TimerKind>(t->kind) == TimerKind::Rnr)
+                c.completer.on_rnr_timer(*qp);
+            else
+                c.completer.on_timeout(*qp);
         }
-        if (qp->retransmit_deadline && *qp->retransmit_deadline <= now_) {
-            ++qp->counters.local_ack_timeout_err;
-            completer_->on_timer(*qp, now_);
-        }
+    } catch (...) {
+        ++c.counters.internal_errors;
     }
 }
-
-bool Engine::has_pending_work() const { return !ready_.empty(); }
 
 }  // namespace rnic::transport

@@ -1,20 +1,26 @@
-// Turns a QP's path into the addressing part of a FrameSpec; the requester and responder fill
-// in the transport headers.
+// Turns a QP's path into the addressing part of a FrameSpec (the requester and responder fill in
+// the transport headers), and builds frames straight into the sink's buffer: the payload is
+// written in place by the caller's `fill`, so application bytes are copied once, from registered
+// memory into the frame.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
+#include "engine_core.hpp"
 #include "queue_pair.hpp"
-#include "rnic/transport/engine.hpp"
 #include "rnic/wire/builder.hpp"
 #include "rnic/wire/source_port.hpp"
 
 namespace rnic::transport {
 
 inline wire::FrameSpec path_spec(const EngineConfig& cfg, const QueuePair& qp, const AddressVector& av,
-                                 uint32_t dest_qpn) {
+                                 uint32_t dest_qpn) noexcept {
     wire::FrameSpec s;
     s.src_mac = cfg.mac;
     s.dst_mac = av.dmac;
-    s.src_gid = cfg.gids.at(av.sgid_index);
+    // valid_av() checked the index when the path or AH was set; the GID table never shrinks.
+    s.src_gid = av.sgid_index < cfg.gids.size() ? cfg.gids[av.sgid_index] : wire::Gid{};
     s.dst_gid = av.dgid;
     s.dscp = static_cast<uint8_t>(av.traffic_class >> 2);
     s.ecn = static_cast<uint8_t>(av.traffic_class & 0x3);
@@ -26,16 +32,32 @@ inline wire::FrameSpec path_spec(const EngineConfig& cfg, const QueuePair& qp, c
     return s;
 }
 
-// Builds `spec` into sink space; false when the sink is out of room or the spec is invalid.
-inline bool emit_frame(FrameSink& sink, const wire::FrameSpec& spec) {
-    const auto size = wire::frame_size(spec);
-    if (!size) return false;
-    std::span<uint8_t> out = sink.allocate(*size);
-    if (out.size() < *size) return false;
-    const auto n = wire::build_frame(spec, out);
-    if (!n) return false;
-    sink.commit(*n);
-    return true;
+enum class Emit : uint8_t {
+    Sent,
+    NoRoom,      // the sink is full: try again on a later turn (EngineCore::tx_full is set)
+    FillFailed,  // `fill` refused (a key or bounds error while gathering): nothing was sent
+    Invalid,     // the spec cannot be built (a bug or an impossible path): nothing was sent
+};
+
+// Builds `spec` with `payload_length` bytes that `fill(span)` writes in place (returning false
+// to abandon the frame); an allocation that is not committed is reused by the sink.
+template <class Fill>
+Emit emit_frame(EngineCore& core, FrameSink& sink, const wire::FrameSpec& spec, size_t payload_length, Fill&& fill) {
+    auto frame = wire::plan_frame(spec, payload_length);
+    if (!frame) return Emit::Invalid;
+    std::span<uint8_t> out = sink.allocate(frame->total);
+    if (out.size() < frame->total) {
+        core.tx_full = true;
+        return Emit::NoRoom;
+    }
+    wire::begin_frame(spec, *frame, out);
+    if (payload_length && !fill(out.subspan(frame->payload_offset, payload_length))) return Emit::FillFailed;
+    sink.commit(wire::finish_frame(*frame, out));
+    return Emit::Sent;
+}
+
+inline Emit emit_frame(EngineCore& core, FrameSink& sink, const wire::FrameSpec& spec) {
+    return emit_frame(core, sink, spec, 0, [](std::span<uint8_t>) { return true; });
 }
 
 inline uint64_t ack_timeout_ns(uint8_t timeout) {

@@ -3,33 +3,38 @@
 // PSN when the completer decides to retransmit (go-back-N).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "queue_pair.hpp"
-#include "rnic/transport/engine.hpp"
+#include "rnic/common/frame_sink.hpp"
 
 namespace rnic::transport {
 
+class EngineCore;
+using common::FrameSink;
+
 class Requester {
 public:
-    explicit Requester(Engine& engine) : e_(engine) {}
+    explicit Requester(EngineCore& core) : core_(core) {}
 
     // Emits up to `budget` request packets; returns how many.
     size_t emit(QueuePair& qp, FrameSink& sink, size_t budget);
     // Resume transmission at `psn` (inside the outstanding window).
     void rewind(QueuePair& qp, uint32_t psn);
-    bool has_work(const QueuePair& qp) const;
+    bool has_work(const QueuePair& qp) const noexcept {
+        return qp.can_send() && !qp.comp.rnr.armed() && qp.req.cursor != qp.sq.tail();
+    }
 
 private:
-    enum class Step { Sent, Skip, Blocked, Failed };
-    Step start_wqe(QueuePair& qp, SendWqe& w);
-    bool send_packet(QueuePair& qp, SendWqe& w, FrameSink& sink);
-    bool gather(QueuePair& qp, const SendWqe& w, uint32_t offset, uint32_t length);
-    uint8_t opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const;
+    enum class Step { Started, Skip, Blocked, Failed };
+    Step start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos);
+    enum class Sent { Yes, NoRoom, Failed };
+    Sent send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, FrameSink& sink);
+    uint8_t opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const noexcept;
+    void next_wqe(QueuePair& qp) noexcept;
 
-    Engine& e_;
-    std::vector<uint8_t> payload_;
+    EngineCore& core_;
 };
 
 }  // namespace rnic::transport

@@ -3,23 +3,28 @@
 // coalesced ACKs, and the responses it owes, emitted at transmit time.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "queue_pair.hpp"
-#include "rnic/transport/engine.hpp"
+#include "rnic/common/frame_sink.hpp"
 #include "rnic/wire/packet.hpp"
 
 namespace rnic::transport {
 
+class EngineCore;
+enum class Emit : uint8_t;  // frame_builder.hpp
+using common::FrameSink;
+
 class Responder {
 public:
-    explicit Responder(Engine& engine) : e_(engine) {}
+    explicit Responder(EngineCore& core) : core_(core) {}
 
     void on_request(QueuePair& qp, const wire::RoceFrame& f, std::span<const uint8_t> frame);
     size_t emit(QueuePair& qp, FrameSink& sink, size_t budget);
-    bool has_work(const QueuePair& qp) const { return !qp.responses.empty(); }
+    bool has_work(const QueuePair& qp) const noexcept { return !qp.resp.responses.empty(); }
 
 private:
     enum class Outcome { Done, Rnr, InvalidRequest, AccessError, LengthError, Drop };
@@ -33,18 +38,18 @@ private:
     Outcome do_write(QueuePair& qp, const wire::RoceFrame& f);
     Outcome do_read(QueuePair& qp, const wire::RoceFrame& f);
     Outcome do_atomic(QueuePair& qp, const wire::RoceFrame& f);
-    bool scatter(QueuePair& qp, const RecvWr& wqe, uint32_t offset, std::span<const uint8_t> data);
-    static uint64_t capacity(const RecvWr& wqe);
-    void complete_recv(QueuePair& qp, const RecvWr& wqe, WcOpcode opcode, uint32_t byte_len, const wire::RoceFrame& f,
+    bool scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data);
+    // Completes the claimed receive WQE (which is used up).
+    void complete_recv(QueuePair& qp, WcOpcode opcode, uint32_t byte_len, const wire::RoceFrame& f,
                        WcStatus status = WcStatus::Success);
+    void queue_response(QueuePair& qp, const ResponseJob& job);
     void queue_ack(QueuePair& qp, uint32_t psn, uint8_t syndrome);
-    void queue_nak(QueuePair& qp, uint32_t psn, uint8_t syndrome);
     void fatal(QueuePair& qp, const wire::RoceFrame& f, Outcome outcome);
-    bool emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& sink);
+    Emit emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& sink);
+    void pop_response(QueuePair& qp) noexcept;
 
-    Engine& e_;
-    std::vector<uint8_t> payload_;
-    std::vector<uint8_t> grh_;
+    EngineCore& core_;
+    std::array<uint8_t, 40> grh_{};
 };
 
 }  // namespace rnic::transport

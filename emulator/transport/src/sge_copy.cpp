@@ -7,7 +7,7 @@ namespace {
 
 // Walks the SGEs from `offset`, handing each contiguous piece to `move(sge, skip, done, n)`.
 template <class Move>
-bool walk(const std::vector<Sge>& sges, uint64_t offset, size_t length, Move&& move) {
+bool walk(std::span<const Sge> sges, uint64_t offset, size_t length, Move&& move) {
     uint64_t skip = offset;
     size_t done = 0;
     for (const Sge& s : sges) {
@@ -26,14 +26,14 @@ bool walk(const std::vector<Sge>& sges, uint64_t offset, size_t length, Move&& m
 
 }  // namespace
 
-bool scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, const std::vector<Sge>& sges, uint64_t offset,
+bool scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
                      std::span<const uint8_t> data) {
     return walk(sges, offset, data.size(), [&](const Sge& s, uint64_t skip, size_t done, size_t n) {
         return memory.copy_in(s.lkey, pd, s.addr + skip, data.subspan(done, n), false) == mem::AccessError::None;
     });
 }
 
-bool gather_from_sges(mem::MemoryTable& memory, uint32_t pd, const std::vector<Sge>& sges, uint64_t offset,
+bool gather_from_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
                       std::span<uint8_t> out) {
     return walk(sges, offset, out.size(), [&](const Sge& s, uint64_t skip, size_t done, size_t n) {
         return memory.copy_out(s.lkey, pd, s.addr + skip, out.subspan(done, n), false) == mem::AccessError::None;

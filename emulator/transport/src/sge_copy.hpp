@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/transport/work_request.hpp"
@@ -14,11 +13,11 @@ namespace rnic::transport {
 
 // Writes `data` into the SGEs starting `offset` bytes into them (needs LOCAL_WRITE). False on
 // a key error or when the SGEs end before the data does.
-bool scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, const std::vector<Sge>& sges, uint64_t offset,
+bool scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
                      std::span<const uint8_t> data);
 
 // Reads `out.size()` bytes from the SGEs starting `offset` bytes into them.
-bool gather_from_sges(mem::MemoryTable& memory, uint32_t pd, const std::vector<Sge>& sges, uint64_t offset,
+bool gather_from_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
                       std::span<uint8_t> out);
 
 }  // namespace rnic::transport

@@ -1,0 +1,104 @@
+// The engine's state and the services its units share. `Engine` (engine.hpp) is the public face;
+// the requester, responder and completer work on this core through the members and helpers below
+// instead of reaching into the facade. Objects live in slot tables indexed by handle, QPs with
+// transmit work are on one ready list, timers in one heap, and CQs with new completions on one
+// list, so no per-turn or per-packet step walks every object.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "completer.hpp"
+#include "completion_queue.hpp"
+#include "queue_pair.hpp"
+#include "requester.hpp"
+#include "responder.hpp"
+#include "rnic/common/ring_buffer.hpp"
+#include "rnic/memory/memory_table.hpp"
+#include "rnic/transport/engine.hpp"
+#include "slot_table.hpp"
+#include "timer_queue.hpp"
+
+namespace rnic::transport {
+
+struct ProtectionDomain {
+    uint32_t users = 0;  // QPs, SRQs, AHs and MRs created in it
+};
+
+struct SharedReceiveQueue {
+    uint32_t pd = 0;
+    SrqAttributes attr;
+    RecvQueue wqes;
+    bool limit_armed = false;
+    uint32_t users = 0;  // QPs attached
+};
+
+struct AddressHandle {
+    uint32_t pd = 0;
+    AddressVector av;
+};
+
+class EngineCore {
+public:
+    explicit EngineCore(EngineConfig config);
+
+    // ---- objects ----
+    QueuePair* find_qp(uint32_t qpn) const noexcept { return qps.find(qpn); }
+    void release_qp_references(const QueuePair& qp) noexcept;
+    // RESET: the queues are emptied without completions, the context starts over (IBA 10.3.1).
+    void reset_qp(QueuePair& qp);
+
+    // ---- scheduling ----
+    void mark_ready(QueuePair& qp);
+    void arm(Timer& t, uint64_t deadline) { timers.arm(t, deadline); }
+    void cancel(Timer& t) noexcept { timers.cancel(t); }
+    void charge(uint64_t ns) noexcept;
+    void touch_qpc(uint32_t qpn) noexcept;
+
+    // ---- completions, events, errors ----
+    void complete(QueuePair& qp, uint32_t cq, const WorkCompletion& wc);
+    void raise_event(EventType type, uint32_t object);
+    void move_to_error(QueuePair& qp, bool keep_responses = false);
+    void move_to_send_queue_error(QueuePair& qp);
+    void flush_queues(QueuePair& qp, bool keep_responses = false);
+    void flush_send_queue(QueuePair& qp);
+
+    // ---- receive WQEs ----
+    // Claims the receive WQE the next message lands in (false: none posted, RNR).
+    bool claim_recv(QueuePair& qp);
+    RecvView claimed_recv(const QueuePair& qp) const noexcept;
+    // The message is complete (or failed): the WQE is used up.
+    void consume_recv(QueuePair& qp);
+    // The message was dropped: the WQE serves the next one.
+    void give_back_recv(QueuePair& qp);
+
+    EngineConfig config;
+    std::unique_ptr<mem::MemoryTable> memory;
+    std::unique_ptr<mem::CacheModel> qpc_cache;
+
+    SlotTable<ProtectionDomain> pds;
+    SlotTable<CompletionQueue> cqs;
+    SlotTable<SharedReceiveQueue> srqs;
+    SlotTable<AddressHandle> ahs;
+    SlotTable<QueuePair> qps;
+
+    TimerQueue timers;
+    RingBuffer<uint32_t> ready;  // QPNs with frames to send, round robin
+    RingBuffer<AsyncEvent> events;
+    std::vector<uint32_t> updated_cqs;
+    uint64_t now = 0;
+    uint64_t busy_until = 0;  // processing time charged (cache misses) delays transmission
+    bool tx_full = false;     // the sink ran out of room during this transmit
+    DeviceCounters counters;
+    uint64_t completion_seq = 0;
+
+    Requester requester{*this};
+    Responder responder{*this};
+    Completer completer{*this};
+
+private:
+    void after_srq_consume(uint32_t srq_handle, SharedReceiveQueue& srq);
+};
+
+}  // namespace rnic::transport
