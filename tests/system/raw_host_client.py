@@ -10,7 +10,7 @@ import struct
 import time
 
 MAGIC = 0x434E5252
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class Sess:
@@ -25,7 +25,9 @@ class Sess:
         self.gid_types = list(body[540:540 + self.gid_count])
         self.gid = self.gids[0]
         self.async_size = struct.unpack_from("<I", body, 268 + 16 * 16)[0]
-        self.async_ring = mmap.mmap(fds[2], 192 + 8 * self.async_size)
+        self.doorbell_offset = struct.unpack_from("<I", body, 536)[0]
+        # The async ring, then the doorbell bits (abi::DoorbellBits: top, 8 summary words, 512 words).
+        self.async_ring = mmap.mmap(fds[2], self.doorbell_offset + 128 + 8 * 512)
         st, body, _ = self.call(2); self.pd = struct.unpack_from("<I", body)[0]
         bfd = os.memfd_create("buf"); os.ftruncate(bfd, 8192)
         self.buf = mmap.mmap(bfd, 8192); self.addr = ctypes.addressof(ctypes.c_char.from_buffer(self.buf))
@@ -35,7 +37,8 @@ class Sess:
         st, body, cfds = self.call(10, struct.pack("<IIII", 16, 0, 0, 0)); assert st == 0
         self.cq, _, self.cq_size, cq_bytes = struct.unpack_from("<IIII", body); self.cqm = mmap.mmap(cfds[0], cq_bytes); self.cons = 0
         st, body, qfds = self.call(16, struct.pack("<IIIIII", 2, self.pd, self.cq, self.cq, 0, 0) + struct.pack("<IIIII", 4, 4, 1, 1, 0)); assert st == 0
-        f = struct.unpack_from("<I5I6I", body); self.qpn = f[0]; self.rq_off = f[10]; self.qm = mmap.mmap(qfds[0], f[11])
+        f = struct.unpack_from("<I5I6II", body); self.qpn = f[0]; self.rq_off = f[10]; self.qm = mmap.mmap(qfds[0], f[11])
+        self.doorbell_slot = f[12]
         self.sq_size, self.sq_stride, self.rq_size, self.rq_stride = f[6:10]; self.sq_prod = self.rq_prod = 0
     def call(self, op, body=b"", fds=()):
         self.seq += 1
@@ -81,6 +84,13 @@ class Sess:
         av = body[52:88]
         return av[0:16], av[20], av[30:36]
     def doorbell(self):
+        """The QP's doorbell bit and the summary bits above it (abi::ring_doorbell_slot), then a kick
+        if the daemon sleeps. Python has no atomics: only this process sets bits and the daemon only
+        clears them, so a lost race costs a spurious look, never a missed doorbell."""
+        word = self.doorbell_slot // 64
+        for offset, bit in ((128 + 8 * word, self.doorbell_slot % 64), (64 + 8 * (word // 64), word % 64), (0, word // 64)):
+            at = self.doorbell_offset + offset
+            struct.pack_into("<Q", self.async_ring, at, struct.unpack_from("<Q", self.async_ring, at)[0] | (1 << bit))
         if struct.unpack_from("<I", self.status, 0)[0]: os.write(self.kick, (1).to_bytes(8, "little"))
     def run_sends(self, wqes, timeout=30.0):
         """Posts every (wr_id, opcode, offset, length[, remote_addr, rkey]) keeping at most the SQ's

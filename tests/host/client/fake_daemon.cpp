@@ -47,7 +47,9 @@ SharedRing make_ring(uint32_t entries, uint32_t entry_size, size_t bytes) {
 
 FakeDaemon::FakeDaemon(int fd, std::string stats) : stats_json(std::move(stats)), fd_(fd) {
     status = make_memory(sizeof(abi::StatusPage));
-    async_ring = make_ring(256, sizeof(abi::AsyncEventEntry));
+    // The async ring, then the doorbell bits at the next page (HelloReply::doorbell_offset).
+    async_ring = make_ring(256, sizeof(abi::AsyncEventEntry),
+                           page_round(abi::ring_bytes(256, sizeof(abi::AsyncEventEntry))) + sizeof(abi::DoorbellBits));
     kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { run(); });
 }
@@ -173,6 +175,7 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             r.async_ring_size = 256;
             r.status_page_size = static_cast<uint32_t>(status.bytes);
             r.session_id = 7;
+            r.doorbell_offset = static_cast<uint32_t>(page_round(abi::ring_bytes(256, sizeof(abi::AsyncEventEntry))));
             return reply(h, 0, &r, sizeof r, {status.fd, kick_fd, async_ring.fd});
         }
         case abi::Op::AllocPd:
@@ -224,8 +227,9 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             const uint32_t size = abi::round_up_power_of_two(req.max_wr);
             const uint32_t stride = abi::recv_stride(req.max_sge);
             SharedRing ring = make_ring(size, stride);
-            const abi::CreateSrqReply r{next_handle_++, req.max_wr, req.max_sge,
-                                        size,           stride,     static_cast<uint32_t>(ring.bytes)};
+            const abi::CreateSrqReply r{
+                next_handle_++,   req.max_wr, req.max_sge, size, stride, static_cast<uint32_t>(ring.bytes),
+                next_doorbell_++, 0};
             srqs[r.handle] = ring;
             return reply(h, 0, &r, sizeof r, {ring.fd});
         }
@@ -249,6 +253,7 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             SharedRing ring = make_ring(r.sq_size, r.sq_stride, total);
             if (req.srq == 0) init_header(static_cast<uint8_t*>(ring.base) + r.rq_offset, r.rq_size, r.rq_stride);
             r.ring_bytes = static_cast<uint32_t>(ring.bytes);
+            r.doorbell = next_doorbell_++;
             qps[r.qpn] = ring;
             qp_replies[r.qpn] = r;
             return reply(h, 0, &r, sizeof r, {ring.fd});

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/abi/doorbell.hpp"
 #include "rnic/host/abi/queue_entries.hpp"
 #include "rnic/host/abi/ring.hpp"
 
@@ -69,6 +70,7 @@ private:
     std::thread thread_;
     uint32_t next_handle_ = 1;
     uint32_t next_qpn_ = 0x11;
+    uint32_t next_doorbell_ = 0;
 };
 
 SharedRing make_ring(uint32_t entries, uint32_t entry_size, size_t bytes = 0);

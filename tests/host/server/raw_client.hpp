@@ -17,6 +17,7 @@
 #include "datapath.hpp"
 #include "frames.hpp"
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/abi/doorbell.hpp"
 #include "rnic/host/abi/queue_entries.hpp"
 #include "rnic/host/abi/ring.hpp"
 #include "rnic/host/server/host_service.hpp"

@@ -59,6 +59,7 @@ struct Setup {
     int channel_fd = -1;
     int async_fd = -1;
     std::unique_ptr<Mapping> async_ring;
+    abi::DoorbellBits* doorbells = nullptr;  // in the async ring's memfd
     uint32_t async_size = 0;
     ClientCq cq;
 
@@ -68,7 +69,10 @@ struct Setup {
         Reply h = rig.call(c, Op::Hello, hello, {async_fd});
         REQUIRE(h.header.status == 0);
         async_size = h.as<abi::HelloReply>().async_ring_size;
-        async_ring = std::make_unique<Mapping>(h.fds[2], abi::ring_bytes(async_size, sizeof(abi::AsyncEventEntry)));
+        const uint32_t doorbell_offset = h.as<abi::HelloReply>().doorbell_offset;
+        REQUIRE(doorbell_offset >= abi::ring_bytes(async_size, sizeof(abi::AsyncEventEntry)));
+        async_ring = std::make_unique<Mapping>(h.fds[2], doorbell_offset + sizeof(abi::DoorbellBits));
+        doorbells = reinterpret_cast<abi::DoorbellBits*>(async_ring->data + doorbell_offset);
         Reply p = rig.call(c, Op::AllocPd, nullptr, 0);
         pd = p.as<abi::HandleReply>().handle;
         REQUIRE(rig.call(c, Op::ShareSegment, abi::ShareSegmentRequest{7, 0, buf.size}, {buf.fd}).header.status == 0);
@@ -178,7 +182,11 @@ struct Setup {
         std::memcpy(slot, &w, sizeof w);
         std::memcpy(slot + sizeof w, &g, sizeof g);
         qp.rq.publish(++qp.rq_produced);
+        ring(qp);
     }
+
+    // The doorbell: the QP's bit, as the client library sets it after publishing.
+    void ring(const ClientQp& qp) { abi::ring_doorbell_slot(*doorbells, qp.reply.doorbell); }
 
     void post_send(ClientQp& qp, uint64_t wr_id, uint8_t opcode, uint64_t addr, uint32_t length, uint32_t flags,
                    uint64_t remote = 0) {
@@ -194,6 +202,7 @@ struct Setup {
         std::memcpy(slot, &w, sizeof w);
         std::memcpy(slot + abi::kSendWqeHeader, &g, sizeof g);
         qp.sq.publish(++qp.sq_produced);
+        ring(qp);
     }
 
     std::vector<abi::Cqe> wait_cqes(size_t n, int max_turns = 500) {
@@ -321,6 +330,7 @@ TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {
     w.num_sge = 200;
     std::memcpy(slot, &w, sizeof w);
     a.sq.publish(++a.sq_produced);
+    s.ring(a);
     cqes = s.wait_cqes(1);
     REQUIRE(cqes.size() == 1);
     CHECK(cqes[0].wr_id == 78);
@@ -336,6 +346,10 @@ TEST_CASE("a corrupt ring moves the QP to error and raises IBV_EVENT_QP_FATAL") 
     s.post_recv(a, 5, reinterpret_cast<uint64_t>(s.buf.data), 64);
     rig.turn();
     a.sq.header().producer.store(a.reply.sq_size + 3);  // more than the ring holds
+    // Unannounced, the daemon never looks at the ring; rung, it finds the ring corrupt.
+    for (int i = 0; i < 5; ++i) rig.turn();
+    CHECK(a.sq.header().error.load() == 0);
+    s.ring(a);
     uint32_t consumed = 0;
     std::vector<abi::AsyncEventEntry> events;
     for (int i = 0; i < 20 && events.empty(); ++i) {

@@ -22,7 +22,7 @@ inline constexpr uint32_t kPeerIp = 0x0A4D0002;
 inline const Ipv6Addr kPeerIp6{0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};  // fd77::2
 inline const Ipv6Addr kPeerLinkLocal = link_local_from_mac(kPeerMac);
 
-class VectorSink : public transport::FrameSink {
+class VectorSink : public common::FrameSink {
 public:
     std::vector<std::vector<uint8_t>> frames;
     size_t room = SIZE_MAX;

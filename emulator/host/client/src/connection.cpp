@@ -119,13 +119,16 @@ int Connection::say_hello() {
     fds[1] = -1;
 
     if (!abi::is_power_of_two(hello_.async_ring_size)) return EPROTO;
-    const size_t bytes = round_to_pages(abi::ring_bytes(hello_.async_ring_size, sizeof(abi::AsyncEventEntry)));
+    const size_t ring_bytes = abi::ring_bytes(hello_.async_ring_size, sizeof(abi::AsyncEventEntry));
+    if (hello_.doorbell_offset < ring_bytes || hello_.doorbell_offset % alignof(abi::DoorbellBits) != 0) return EPROTO;
+    const size_t bytes = round_to_pages(size_t{hello_.doorbell_offset} + sizeof(abi::DoorbellBits));
     if (fstat(fds[2], &st) != 0 || static_cast<uint64_t>(st.st_size) < bytes) return EPROTO;
     void* ring = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
     if (ring == MAP_FAILED) return errno;
     async_memory_.base = ring;
     async_memory_.bytes = bytes;
     async_ring_ = abi::RingView(ring, hello_.async_ring_size, sizeof(abi::AsyncEventEntry));
+    doorbells_ = reinterpret_cast<abi::DoorbellBits*>(static_cast<uint8_t*>(ring) + hello_.doorbell_offset);
     async_consumed_ = async_ring_.header().consumer.load(std::memory_order_acquire);
     return 0;
 }

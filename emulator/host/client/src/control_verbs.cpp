@@ -283,7 +283,8 @@ Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, u
     auto srq = std::make_unique<Srq>();
     int rc = 0;
     if (!parse(reply, r) || fds.size() != 1 || !abi::is_power_of_two(r.ring_size) || r.ring_size < r.max_wr ||
-        r.ring_stride < abi::recv_stride(r.max_sge) || r.ring_bytes < abi::ring_bytes(r.ring_size, r.ring_stride)) {
+        r.ring_stride < abi::recv_stride(r.max_sge) || r.ring_bytes < abi::ring_bytes(r.ring_size, r.ring_stride) ||
+        r.doorbell >= abi::kDoorbellSlots) {
         detail::close_all(fds);
         rc = EPROTO;
     } else {
@@ -301,6 +302,7 @@ Result<Srq*> Connection::create_srq(Pd* pd, uint32_t max_wr, uint32_t max_sge, u
     srq->wq.ring = abi::RingView(srq->memory.base, r.ring_size, r.ring_stride);
     srq->wq.max_wr = r.max_wr;
     srq->wq.max_sge = r.max_sge;
+    srq->doorbell = r.doorbell;
     srq->wq.produced.store(srq->wq.ring.header().producer.load(std::memory_order_acquire));
     Srq* raw = srq.get();
     std::lock_guard lock(objects_lock_);
@@ -375,8 +377,9 @@ Result<Qp*> Connection::create_qp(Pd* pd, const QpInitAttr& attr) try {
     abi::CreateQpReply r{};
     auto qp = std::make_unique<Qp>();
     const bool has_rq = attr.srq == nullptr;
-    bool sane = parse(reply, r) && fds.size() == 1 && abi::is_power_of_two(r.sq_size) &&
-                r.sq_size >= r.cap.max_send_wr && r.sq_stride >= abi::send_stride(r.cap.max_send_sge, 0) &&
+    bool sane = parse(reply, r) && fds.size() == 1 && r.doorbell < abi::kDoorbellSlots &&
+                abi::is_power_of_two(r.sq_size) && r.sq_size >= r.cap.max_send_wr &&
+                r.sq_stride >= abi::send_stride(r.cap.max_send_sge, 0) &&
                 r.sq_stride >= abi::kSendWqeHeader + r.cap.max_inline_data &&
                 r.ring_bytes >= abi::ring_bytes(r.sq_size, r.sq_stride);
     if (sane && has_rq)
@@ -405,6 +408,7 @@ Result<Qp*> Connection::create_qp(Pd* pd, const QpInitAttr& attr) try {
     qp->srq = attr.srq;
     qp->sq_sig_all = attr.sq_sig_all;
     qp->cap = r.cap;
+    qp->doorbell = r.doorbell;
     qp->state.store(verbs::kQpsReset);
     qp->sq.ring = abi::RingView(qp->memory.base, r.sq_size, r.sq_stride);
     qp->sq.max_wr = r.cap.max_send_wr;

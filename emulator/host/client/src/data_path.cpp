@@ -27,8 +27,10 @@ uint64_t coarse_now_ns() noexcept {
 
 }  // namespace
 
-void Connection::ring_doorbell() noexcept {
-    // Pairs with the daemon's fence between `sleeping = 1` and its last doorbell scan.
+void Connection::ring_doorbell(uint32_t slot, bool kick) noexcept {
+    abi::ring_doorbell_slot(*doorbells_, slot);
+    if (!kick) return;
+    // Pairs with the daemon's fence between `sleeping = 1` and its last doorbell look.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (status_->sleeping.load(std::memory_order_relaxed) != 0) {
         const uint64_t one = 1;
@@ -68,7 +70,7 @@ int Connection::post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool
     if (rc != 0 && all_or_nothing) qp->sq.produced.store(before, std::memory_order_relaxed);
     if (const uint32_t now = qp->sq.produced.load(std::memory_order_relaxed); now != before) {
         qp->sq.ring.publish(now);
-        ring_doorbell();
+        ring_doorbell(qp->doorbell);
     }
     return rc;
 }
@@ -103,16 +105,16 @@ int Connection::post_recv(Qp* qp, const RecvWr* wr, const RecvWr** bad_wr) noexc
     }
     // A sleeping daemon is kicked only when this RQ had nothing outstanding: receive WQEs are
     // consumed by arriving frames alone, an arriving frame wakes the daemon, and its turn reads
-    // the rings before the frame. So while the engine still holds a receive for this QP, new
-    // ones can wait for that wake-up; a kick per post would cost the application a syscall and
+    // the queues whose doorbell bits are set before the frame. So while the engine still holds a
+    // receive for this QP, new ones can wait for that wake-up (the bit is set all the same); a
+    // kick per post would cost the application a syscall and
     // the daemon a wake-up for nothing (ib_send_bw's server reposts after every completion).
     // The one delay: receives posted to a QP that went to ERR meanwhile are flushed at the
     // daemon's next wake-up (at most its nap cap) instead of at once.
     const bool engine_has_one =
         qp->rq.produced.load(std::memory_order_relaxed) != qp->rq.retired.load(std::memory_order_acquire);
-    return post_receives(qp->rq, wr, bad_wr, false, [this, engine_has_one] {
-        if (!engine_has_one) ring_doorbell();
-    });
+    return post_receives(qp->rq, wr, bad_wr, false,
+                         [this, qp, engine_has_one] { ring_doorbell(qp->doorbell, !engine_has_one); });
 }
 
 int Connection::post_srq_recv(Srq* srq, const RecvWr* wr, const RecvWr** bad_wr) noexcept {
@@ -120,7 +122,7 @@ int Connection::post_srq_recv(Srq* srq, const RecvWr* wr, const RecvWr** bad_wr)
         if (bad_wr != nullptr) *bad_wr = wr;
         return EIO;
     }
-    return post_receives(srq->wq, wr, bad_wr, true, [this] { ring_doorbell(); });
+    return post_receives(srq->wq, wr, bad_wr, true, [this, srq] { ring_doorbell(srq->doorbell); });
 }
 
 int Connection::poll_cq(Cq* cq, int n, abi::Cqe* out) noexcept {

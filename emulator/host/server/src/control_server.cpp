@@ -203,8 +203,8 @@ PortAttr port_attr(const tp::Engine& e, uint32_t ethernet_mtu, uint32_t link_spe
     const IbRate rate = ib_rate_of_ethernet(link_speed_mbps);
     a.active_width = rate.width;
     a.active_speed = rate.speed;
-    a.phys_state = 5;     // LinkUp
-    a.link_layer = 2;     // IBV_LINK_LAYER_ETHERNET
+    a.phys_state = 5;  // LinkUp
+    a.link_layer = 2;  // IBV_LINK_LAYER_ETHERNET
     a.ethernet_mtu = ethernet_mtu;
     return a;
 }
@@ -514,6 +514,7 @@ int av_target(const tp::Engine& engine, const abi::AddressVector& av, wire::Gid&
 void HostService::Impl::finish_deferred(Session& s, Resolution r, const wire::MacAddr& mac) {
     Deferred d = std::move(*s.deferred);
     s.deferred.reset();
+    --deferred_sessions;
     const Op op = static_cast<Op>(d.header.op);
     if (r == Resolution::Unreachable) {
         spdlog::info("session {}: {} unreachable (off-link, or no ARP/ND answer)", s.id, d.dgid.to_ip_string());
@@ -572,11 +573,13 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 return;
             }
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
-            if (int rc = s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry))); rc) {
+            const size_t doorbell_offset = page_round(ring_bytes(entries, sizeof(AsyncEventEntry)));
+            if (int rc = s.async_memory.create("rnic-async", doorbell_offset + sizeof(DoorbellBits)); rc) {
                 close(async_fd);
                 return fail(rc);
             }
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
+            s.doorbells = new (s.async_memory.data() + doorbell_offset) DoorbellBits{};
             s.async_fd = async_fd;
             s.hello_done = true;
             auto out = std::make_unique<HelloReply>();
@@ -594,6 +597,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out->async_ring_size = entries;
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
+            out->doorbell_offset = static_cast<uint32_t>(doorbell_offset);
             const int out_fds[3] = {status_memory.fd(), kick_fd, s.async_memory.fd()};
             spdlog::info("session {}: hello from pid {} uid {} (client pid {})", s.id, s.pid, s.uid, req.pid);
             return ok(*out, out_fds);
@@ -757,9 +761,14 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             srq->owner = &s;
             srq->max_wr = req.max_wr;
             srq->srq_limit = req.srq_limit;
-            srq->wr_ids.reserve(size * 2);
-            const CreateSrqReply out{*handle, req.max_wr, attr.max_sge,
-                                     size,    stride,     static_cast<uint32_t>(srq->memory.size())};
+            srq->doorbell = s.take_doorbell({*handle, true});
+            if (srq->doorbell == UINT32_MAX) {
+                engine.destroy_srq(*handle);
+                return fail(ENOMEM);
+            }
+            const CreateSrqReply out{*handle,       req.max_wr, attr.max_sge,
+                                     size,          stride,     static_cast<uint32_t>(srq->memory.size()),
+                                     srq->doorbell, 0};
             const int out_fd = srq->memory.fd();
             s.srqs.insert(*handle);
             srqs.emplace(*handle, std::move(srq));
@@ -792,6 +801,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             if (!s.srqs.count(req.handle)) return fail(EINVAL);
             const int rc = engine.destroy_srq(req.handle);
             if (rc == 0) {
+                s.release_doorbell(srqs.at(req.handle)->doorbell);
                 s.srqs.erase(req.handle);
                 srqs.erase(req.handle);
             }
@@ -836,6 +846,11 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 qp->rq.wr_ids.assign(rq_size, 0);
             }
             qp->qpn = info->qpn;
+            qp->doorbell = s.take_doorbell({info->qpn, false});
+            if (qp->doorbell == UINT32_MAX) {
+                engine.destroy_qp(info->qpn);
+                return fail(ENOMEM);
+            }
             qp->owner = &s;
             qp->type = init.qp_type;
             qp->pd = req.pd;
@@ -853,6 +868,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out.rq_stride = rq_stride;
             out.rq_offset = req.srq ? 0 : static_cast<uint32_t>(rq_offset);
             out.ring_bytes = static_cast<uint32_t>(qp->memory.size());
+            out.doorbell = qp->doorbell;
             const int out_fd = qp->memory.fd();
             s.qps.insert(info->qpn);
             qps.emplace(info->qpn, std::move(qp));
@@ -872,6 +888,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 if (r != Resolution::Resolved) {
                     // Replied to from the poll loop once ARP or ND answers (or gives up).
                     s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), dgid, now_ns};
+                    ++deferred_sessions;
                     if (r == Resolution::Unreachable) return finish_deferred(s, r, mac);
                     ++counters.deferred_replies;
                     return;
@@ -906,6 +923,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             if (!s.qps.count(req.handle)) return fail(EINVAL);
             const int rc = engine.destroy_qp(req.handle);
             if (rc == 0) {
+                s.release_doorbell(qps.at(req.handle)->doorbell);
                 s.qps.erase(req.handle);
                 qps.erase(req.handle);
             }
@@ -920,6 +938,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             wire::MacAddr mac{};
             const Resolution r = resolver ? resolver(dgid, now_ns, mac) : Resolution::Unreachable;
             s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), dgid, now_ns};
+            ++deferred_sessions;
             if (r == Resolution::Pending) {
                 ++counters.deferred_replies;
                 return;

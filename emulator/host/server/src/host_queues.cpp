@@ -1,12 +1,15 @@
-// The data path, once per poll turn: WQEs from the work-queue rings into the engine, the
-// engine's completions into the CQ rings (and their channels), its async events to their
-// sessions, and replies that waited for ARP. Nothing here trusts the shared memory: each WQE is
-// copied once before it is checked, and indices are checked against the ring size.
+// The data path, once per poll turn: WQEs from the work-queue rings whose doorbells rang into the
+// engine, the completions of the CQs the engine updated into their rings (and channels), its
+// async events to their sessions, and replies that waited for ARP. Each step looks only at the
+// queues and CQs that have something: doorbell bits name the queues, the engine names the CQs.
+// Nothing here trusts the shared memory: each WQE is copied once before it is checked, and
+// indices are checked against the ring size.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstring>
 
+#include "rnic/host/abi/doorbell.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -14,6 +17,14 @@ namespace {
 
 namespace tp = rnic::transport;
 using abi::RingView;
+
+// WQEs one queue may hand the engine per turn, and queues served per turn: a client with deep
+// queues on many QPs shares the turn instead of taking it, and the rest waits one turn.
+constexpr uint32_t kWqesPerQueueTurn = 256;
+constexpr size_t kQueuesPerTurn = 1024;
+// Full CQ rings looked at again per turn (round robin): a client that does not poll costs a
+// bounded amount each turn until its CQ overflows.
+constexpr size_t kBackloggedCqsPerTurn = 256;
 
 bool sq_open(tp::QpState s) {
     // Before RTS the engine refuses sends; the WQEs wait in the ring, as they would in a NIC's
@@ -31,18 +42,14 @@ abi::Cqe local_error(uint64_t wr_id, uint32_t qpn, uint32_t index, tp::WcOpcode 
     return c;
 }
 
-bool has_wqes(const WorkQueue& q) {
-    return q.ring.valid() && !q.broken && q.ring.header().producer.load(std::memory_order_relaxed) != q.consumed;
-}
-
 // Reads the receive WQE at `slot` (RQ and SRQ share the layout) into `w` and, when its SGE count
-// fits the queue and the ring's stride, into `wr` with the ring index as the engine's wr_id.
+// fits the queue and the ring's stride, into `wr` with `wr_id` for the engine.
 // False: the WQE is malformed and must not reach the engine.
-bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, uint32_t index, abi::RecvWqe& w,
+bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, uint64_t wr_id, abi::RecvWqe& w,
                      tp::RecvWr& wr) {
     std::memcpy(&w, slot, sizeof w);
     if (w.num_sge > max_sge || sizeof w + size_t{w.num_sge} * sizeof(abi::Sge) > stride) return false;
-    wr.wr_id = index;
+    wr.wr_id = wr_id;
     wr.sg_list.clear();
     for (uint32_t i = 0; i < w.num_sge; ++i) {
         abi::Sge g;
@@ -52,8 +59,39 @@ bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, uin
     return true;
 }
 
-bool new_doorbell(const WorkQueue& q) {
-    return q.ring.valid() && !q.broken && q.ring.header().producer.load(std::memory_order_relaxed) != q.seen;
+// Decodes the send WQE at `slot` into `wr` (wr_id = the ring index). False: malformed.
+bool decode_send_wqe(const uint8_t* slot, const WorkQueue& sq, uint32_t index, abi::SendWqe& w, tp::SendWr& wr) {
+    std::memcpy(&w, slot, sizeof w);
+    const bool inl = w.send_flags & tp::SendFlag::Inline;
+    const auto op = static_cast<tp::WrOpcode>(w.opcode);
+    if (!tp::is_known(op)) return false;
+    if (inl ? (w.inline_length > sq.max_inline || abi::kSendWqeHeader + w.inline_length > sq.ring.entry_size())
+            : w.num_sge > sq.max_sge)
+        return false;
+    wr.wr_id = index;  // the engine completes ring indices; the user's wr_id stays with the queue
+    wr.opcode = op;
+    wr.send_flags = w.send_flags;
+    wr.imm_data = w.imm_data;
+    wr.invalidate_rkey = (op == tp::WrOpcode::SendWithInv || op == tp::WrOpcode::LocalInv) ? w.imm_data : 0;
+    wr.remote_addr = w.remote_addr;
+    wr.rkey = w.rkey;
+    wr.compare_add = w.compare_add;
+    wr.swap = w.swap;
+    wr.ah = w.ah;
+    wr.remote_qpn = w.remote_qpn;
+    wr.remote_qkey = w.remote_qkey;
+    wr.sg_list.clear();
+    wr.inline_data.clear();
+    if (inl) {
+        wr.inline_data.assign(slot + abi::kSendWqeHeader, slot + abi::kSendWqeHeader + w.inline_length);
+    } else {
+        for (uint32_t i = 0; i < w.num_sge; ++i) {
+            abi::Sge g;
+            std::memcpy(&g, slot + abi::kSendWqeHeader + i * sizeof g, sizeof g);
+            wr.sg_list.push_back({g.addr, g.length, g.lkey});
+        }
+    }
+    return true;
 }
 
 }  // namespace
@@ -82,12 +120,16 @@ void HostService::Impl::after_modify(HostQp& qp) {
     if (engine.query_qp(qp.qpn, now) != 0) return;
     const bool to_reset = now.qp_state == tp::QpState::Reset && qp.state != tp::QpState::Reset;
     qp.state = now.qp_state;
-    if (!to_reset) return;
+    if (!to_reset) {
+        // WQEs posted before this state opened the queue (an SQ before RTS) are read now.
+        wake_queue({qp.qpn, false}, qp.waiting);
+        return;
+    }
     // RESET empties the queues (IBA 10.3.1) and, as rxe does, starts their rings over at index
     // 0: the client resets its own producer and retired counts when the reply arrives.
     for (WorkQueue* q : {&qp.sq, &qp.rq}) {
         if (!q->ring.valid()) continue;
-        q->consumed = q->seen = 0;
+        q->consumed = 0;
         q->broken = false;
         q->ring.header().producer.store(0, std::memory_order_relaxed);
         q->ring.header().consumer.store(0, std::memory_order_relaxed);
@@ -95,267 +137,325 @@ void HostService::Impl::after_modify(HostQp& qp) {
     }
 }
 
-size_t HostService::Impl::scan_work_queues() {
-    size_t work = 0;
-    for (auto& [qpn, qpp] : qps) {
-        HostQp& qp = *qpp;
-        if (qp.state == tp::QpState::Reset) continue;
-        // ---- send queue ----
-        WorkQueue& sq = qp.sq;
-        if (sq_open(qp.state) && has_wqes(sq)) {
-            uint32_t ready = sq.ring.ready(sq.consumed);
-            sq.seen = sq.consumed + ready;
-            if (ready == RingView::kCorrupt) {
-                stop_queue(qp, sq, "send");
-                ++work;
-                continue;
-            }
-            const uint32_t stride = sq.ring.entry_size();
-            const uint32_t start = sq.consumed;
-            for (; ready > 0; --ready) {
-                const auto* slot = static_cast<const uint8_t*>(sq.ring.entry(sq.consumed));
-                abi::SendWqe w;
-                std::memcpy(&w, slot, sizeof w);
-                tp::SendWr& wr = send_scratch;
-                const bool inl = w.send_flags & tp::SendFlag::Inline;
-                const auto op = static_cast<tp::WrOpcode>(w.opcode);
-                bool valid = tp::is_known(op);
-                if (inl)
-                    valid =
-                        valid && w.inline_length <= sq.max_inline && abi::kSendWqeHeader + w.inline_length <= stride;
-                else
-                    valid = valid && w.num_sge <= sq.max_sge;
-                int rc = EINVAL;
-                if (valid) {
-                    wr.wr_id = sq.consumed;  // the engine completes ring indices; the user's wr_id stays here
-                    wr.opcode = op;
-                    wr.send_flags = w.send_flags;
-                    wr.imm_data = w.imm_data;
-                    wr.invalidate_rkey =
-                        (op == tp::WrOpcode::SendWithInv || op == tp::WrOpcode::LocalInv) ? w.imm_data : 0;
-                    wr.remote_addr = w.remote_addr;
-                    wr.rkey = w.rkey;
-                    wr.compare_add = w.compare_add;
-                    wr.swap = w.swap;
-                    wr.ah = w.ah;
-                    wr.remote_qpn = w.remote_qpn;
-                    wr.remote_qkey = w.remote_qkey;
-                    wr.sg_list.clear();
-                    wr.inline_data.clear();
-                    if (inl) {
-                        wr.inline_data.assign(slot + abi::kSendWqeHeader, slot + abi::kSendWqeHeader + w.inline_length);
-                    } else {
-                        for (uint32_t i = 0; i < w.num_sge; ++i) {
-                            abi::Sge g;
-                            std::memcpy(&g, slot + abi::kSendWqeHeader + i * sizeof g, sizeof g);
-                            wr.sg_list.push_back({g.addr, g.length, g.lkey});
-                        }
-                    }
-                    // UD: the AH handle must be the session's own.
-                    if (qp.type == tp::QpType::Ud && !qp.owner->ahs.count(w.ah))
-                        rc = EINVAL;
-                    else
-                        rc = engine.post_send(qp.qpn, wr);
-                }
-                if (rc == ENOMEM) {  // the engine's queue is full: try again next turn
-                    ++counters.wqes_engine_full;
-                    break;
-                }
-                sq.wr_ids[sq.consumed & (sq.ring.size() - 1)] = w.wr_id;
-                if (rc != 0) {
-                    ++counters.wqes_rejected;
-                    const auto wc_op = tp::wc_opcode_for(op).value_or(tp::WcOpcode::Send);
-                    if (auto it = cqs.find(qp.send_cq); it != cqs.end()) {
-                        it->second->local.push_back(local_error(w.wr_id, qp.qpn, sq.consumed, wc_op));
-                        local_cqes = true;
-                    }
-                } else {
-                    ++counters.wqes_posted;
-                }
-                ++sq.consumed;
-            }
-            if (sq.consumed != start) {
-                sq.ring.release(sq.consumed);
-                work += sq.consumed - start;
-            }
-        }
-        // ---- receive queue ----
-        WorkQueue& rq = qp.rq;
-        if (qp.srq == 0 && has_wqes(rq)) {
-            uint32_t ready = rq.ring.ready(rq.consumed);
-            rq.seen = rq.consumed + ready;
-            if (ready == RingView::kCorrupt) {
-                stop_queue(qp, rq, "receive");
-                ++work;
-                continue;
-            }
-            const uint32_t start = rq.consumed;
-            const uint32_t stride = rq.ring.entry_size();
-            for (; ready > 0; --ready) {
-                const auto* slot = static_cast<const uint8_t*>(rq.ring.entry(rq.consumed));
-                abi::RecvWqe w;
-                const int rc = decode_recv_wqe(slot, rq.max_sge, stride, rq.consumed, w, recv_scratch)
-                                   ? engine.post_recv(qp.qpn, recv_scratch)
-                                   : EINVAL;
-                if (rc == ENOMEM) {
-                    ++counters.wqes_engine_full;
-                    break;
-                }
-                rq.wr_ids[rq.consumed & (rq.ring.size() - 1)] = w.wr_id;
-                if (rc != 0) {
-                    ++counters.wqes_rejected;
-                    if (auto it = cqs.find(qp.recv_cq); it != cqs.end()) {
-                        it->second->local.push_back(local_error(w.wr_id, qp.qpn, rq.consumed, tp::WcOpcode::Recv));
-                        local_cqes = true;
-                    }
-                } else {
-                    ++counters.wqes_posted;
-                }
-                ++rq.consumed;
-            }
-            if (rq.consumed != start) {
-                rq.ring.release(rq.consumed);
-                work += rq.consumed - start;
-            }
-        }
+void HostService::Impl::wake_queue(QueueRef ref, Waiting& waiting) {
+    if (waiting == Waiting::Pending) return;
+    if (waiting == Waiting::ForRoom) {
+        // Leaves the room list lazily: that entry is skipped when its flag no longer says ForRoom.
     }
-    for (auto& [handle, srqp] : srqs) {
-        HostSrq& srq = *srqp;
-        WorkQueue& q = srq.wq;
-        if (!has_wqes(q)) continue;
-        uint32_t ready = q.ring.ready(q.consumed);
-        q.seen = q.consumed + ready;
-        if (ready == RingView::kCorrupt) {
-            q.broken = true;
-            q.ring.header().error.store(1, std::memory_order_release);
-            ++counters.corrupt_rings;
-            spdlog::warn("SRQ {} (session {}): corrupt ring; no longer read", srq.handle, srq.owner->id);
+    waiting = Waiting::Pending;
+    pending.push_back(ref);
+}
+
+HostService::Impl::Served HostService::Impl::serve_send_queue(HostQp& qp) {
+    WorkQueue& sq = qp.sq;
+    if (!sq_open(qp.state) || !sq.ring.valid() || sq.broken) return Served::Done;
+    uint32_t ready = sq.ring.ready(sq.consumed);
+    if (ready == RingView::kCorrupt) {
+        stop_queue(qp, sq, "send");
+        return Served::Done;
+    }
+    const uint32_t start = sq.consumed;
+    Served result = Served::Done;
+    if (ready > kWqesPerQueueTurn) {
+        ready = kWqesPerQueueTurn;
+        result = Served::More;
+    }
+    for (; ready > 0; --ready) {
+        const auto* slot = static_cast<const uint8_t*>(sq.ring.entry(sq.consumed));
+        abi::SendWqe w;
+        tp::SendWr& wr = send_scratch;
+        int rc = EINVAL;
+        if (decode_send_wqe(slot, sq, sq.consumed, w, wr)) {
+            // UD: the AH handle must be the session's own.
+            rc = qp.type == tp::QpType::Ud && !qp.owner->ahs.count(w.ah) ? EINVAL : engine.post_send(qp.qpn, wr);
+        }
+        if (rc == ENOMEM) {  // the engine's queue is full: try again when it has room
+            ++counters.wqes_engine_full;
+            result = Served::Full;
+            break;
+        }
+        sq.wr_ids[sq.consumed & (sq.ring.size() - 1)] = w.wr_id;
+        if (rc != 0) {
+            ++counters.wqes_rejected;
+            const auto wc_op = tp::wc_opcode_for(static_cast<tp::WrOpcode>(w.opcode)).value_or(tp::WcOpcode::Send);
+            add_local_cqe(qp.send_cq, local_error(w.wr_id, qp.qpn, sq.consumed, wc_op));
+        } else {
+            ++counters.wqes_posted;
+        }
+        ++sq.consumed;
+    }
+    if (sq.consumed != start) sq.ring.release(sq.consumed);
+    return result;
+}
+
+HostService::Impl::Served HostService::Impl::serve_recv_queue(HostQp& qp) {
+    WorkQueue& rq = qp.rq;
+    if (qp.srq != 0 || qp.state == tp::QpState::Reset || !rq.ring.valid() || rq.broken) return Served::Done;
+    uint32_t ready = rq.ring.ready(rq.consumed);
+    if (ready == RingView::kCorrupt) {
+        stop_queue(qp, rq, "receive");
+        return Served::Done;
+    }
+    const uint32_t start = rq.consumed;
+    const uint32_t stride = rq.ring.entry_size();
+    Served result = Served::Done;
+    if (ready > kWqesPerQueueTurn) {
+        ready = kWqesPerQueueTurn;
+        result = Served::More;
+    }
+    for (; ready > 0; --ready) {
+        const auto* slot = static_cast<const uint8_t*>(rq.ring.entry(rq.consumed));
+        abi::RecvWqe w;
+        const int rc = decode_recv_wqe(slot, rq.max_sge, stride, rq.consumed, w, recv_scratch)
+                           ? engine.post_recv(qp.qpn, recv_scratch)
+                           : EINVAL;
+        if (rc == ENOMEM) {
+            ++counters.wqes_engine_full;
+            result = Served::Full;
+            break;
+        }
+        rq.wr_ids[rq.consumed & (rq.ring.size() - 1)] = w.wr_id;
+        if (rc != 0) {
+            ++counters.wqes_rejected;
+            add_local_cqe(qp.recv_cq, local_error(w.wr_id, qp.qpn, rq.consumed, tp::WcOpcode::Recv));
+        } else {
+            ++counters.wqes_posted;
+        }
+        ++rq.consumed;
+    }
+    if (rq.consumed != start) rq.ring.release(rq.consumed);
+    return result;
+}
+
+HostService::Impl::Served HostService::Impl::serve_srq(HostSrq& srq) {
+    WorkQueue& q = srq.wq;
+    if (!q.ring.valid() || q.broken) return Served::Done;
+    uint32_t ready = q.ring.ready(q.consumed);
+    if (ready == RingView::kCorrupt) {
+        q.broken = true;
+        q.ring.header().error.store(1, std::memory_order_release);
+        ++counters.corrupt_rings;
+        spdlog::warn("SRQ {} (session {}): corrupt ring; no longer read", srq.handle, srq.owner->id);
+        push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
+        return Served::Done;
+    }
+    const uint32_t start = q.consumed;
+    const uint32_t stride = q.ring.entry_size();
+    Served result = Served::Done;
+    if (ready > kWqesPerQueueTurn) {
+        ready = kWqesPerQueueTurn;
+        result = Served::More;
+    }
+    for (; ready > 0; --ready) {
+        const auto* slot = static_cast<const uint8_t*>(q.ring.entry(q.consumed));
+        abi::RecvWqe w;
+        // SRQ slots are reused as soon as they are consumed while the engine may hold the WQE for
+        // long: the engine keeps the user's wr_id itself (nothing retires SRQ slots by index).
+        std::memcpy(&w, slot, sizeof w);
+        const int rc = decode_recv_wqe(slot, q.max_sge, stride, w.wr_id, w, recv_scratch)
+                           ? engine.post_srq_recv(srq.handle, recv_scratch)
+                           : EINVAL;
+        if (rc == ENOMEM) {
+            ++counters.wqes_engine_full;
+            result = Served::Full;
+            break;
+        }
+        if (rc != 0) {
+            // No CQ to complete it on: the WQE is dropped and the owner told.
+            ++counters.wqes_rejected;
             push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
-            ++work;
-            continue;
+        } else {
+            ++counters.wqes_posted;
         }
-        const uint32_t start = q.consumed;
-        const uint32_t stride = q.ring.entry_size();
-        for (; ready > 0; --ready) {
-            const auto* slot = static_cast<const uint8_t*>(q.ring.entry(q.consumed));
-            abi::RecvWqe w;
-            const int rc = decode_recv_wqe(slot, q.max_sge, stride, q.consumed, w, recv_scratch)
-                               ? engine.post_srq_recv(srq.handle, recv_scratch)
-                               : EINVAL;
-            if (rc == ENOMEM) {
-                ++counters.wqes_engine_full;
-                break;
+        ++q.consumed;
+    }
+    if (q.consumed != start) q.ring.release(q.consumed);
+    return result;
+}
+
+void HostService::Impl::add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe) {
+    const auto it = cqs.find(cq_handle);
+    if (it == cqs.end()) return;
+    it->second->local.push_back(cqe);
+    backlog_cq(*it->second);
+}
+
+void HostService::Impl::backlog_cq(HostCq& cq) {
+    if (cq.backlogged) return;
+    cq.backlogged = true;
+    cq_backlog.push_back(cq.handle);
+}
+
+size_t HostService::Impl::scan_work_queues() {
+    // The doorbells: each session's bits name the queues that rang since the last turn.
+    for (auto& [id, s] : sessions) {
+        if (!s->doorbells) continue;
+        Session& session = *s;
+        abi::take_doorbells(*session.doorbells, [&](uint32_t slot) {
+            if (slot >= session.doorbell_targets.size()) return;
+            const QueueRef ref = session.doorbell_targets[slot];
+            if (ref.handle == 0) return;  // a bit for a slot the session does not use
+            if (ref.srq) {
+                if (auto it = srqs.find(ref.handle); it != srqs.end()) wake_queue(ref, it->second->waiting);
+            } else if (auto it = qps.find(ref.handle); it != qps.end()) {
+                wake_queue(ref, it->second->waiting);
             }
-            if (rc != 0) {
-                // No CQ to complete it on: the WQE is dropped and the owner told.
-                ++counters.wqes_rejected;
-                push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
-            } else {
-                srq.wr_ids[q.consumed] = w.wr_id;
-                ++counters.wqes_posted;
+        });
+    }
+    // Queues the engine had no room for try again once it completed something (room appears
+    // only as work completes), not every turn.
+    if (!waiting_for_room.empty() && engine.completion_seq() != room_seq) {
+        room_seq = engine.completion_seq();
+        for (const QueueRef& ref : waiting_for_room) {
+            if (ref.srq) {
+                if (auto it = srqs.find(ref.handle); it != srqs.end() && it->second->waiting == Waiting::ForRoom) {
+                    it->second->waiting = Waiting::No;
+                    wake_queue(ref, it->second->waiting);
+                }
+            } else if (auto it = qps.find(ref.handle); it != qps.end() && it->second->waiting == Waiting::ForRoom) {
+                it->second->waiting = Waiting::No;
+                wake_queue(ref, it->second->waiting);
             }
-            ++q.consumed;
         }
-        if (q.consumed != start) {
-            q.ring.release(q.consumed);
-            work += q.consumed - start;
+        waiting_for_room.clear();
+    }
+    size_t work = 0;
+    // The queues waiting now, each once; whatever is left goes to the back for the next turn.
+    for (size_t n = std::min(pending.size(), kQueuesPerTurn); n > 0; --n) {
+        const QueueRef ref = pending.front();
+        pending.pop_front();
+        Waiting* waiting = nullptr;
+        Served served = Served::Done;
+        uint32_t before = 0, after = 0;
+        if (ref.srq) {
+            const auto it = srqs.find(ref.handle);
+            if (it == srqs.end()) continue;
+            HostSrq& srq = *it->second;
+            waiting = &srq.waiting;
+            before = srq.wq.consumed;
+            served = serve_srq(srq);
+            after = srq.wq.consumed;
+        } else {
+            const auto it = qps.find(ref.handle);
+            if (it == qps.end()) continue;
+            HostQp& qp = *it->second;
+            waiting = &qp.waiting;
+            before = qp.sq.consumed + qp.rq.consumed;
+            const Served s = serve_send_queue(qp);
+            const Served r = serve_recv_queue(qp);
+            served = s == Served::Full || r == Served::Full   ? Served::Full
+                     : s == Served::More || r == Served::More ? Served::More
+                                                              : Served::Done;
+            after = qp.sq.consumed + qp.rq.consumed;
+        }
+        work += after - before;
+        *waiting = Waiting::No;
+        if (served == Served::More) {
+            wake_queue(ref, *waiting);
+        } else if (served == Served::Full) {
+            *waiting = Waiting::ForRoom;
+            waiting_for_room.push_back(ref);
         }
     }
     return work;
 }
 
 bool HostService::Impl::doorbells_pending() const {
-    for (const auto& [qpn, qp] : qps) {
-        if (qp->state == tp::QpState::Reset) continue;
-        if (sq_open(qp->state) && new_doorbell(qp->sq)) return true;
-        if (qp->srq == 0 && new_doorbell(qp->rq)) return true;
-    }
-    for (const auto& [h, srq] : srqs)
-        if (new_doorbell(srq->wq)) return true;
+    if (!pending.empty()) return true;
+    for (const auto& [id, s] : sessions)
+        if (s->doorbells && abi::doorbells_waiting(*s->doorbells)) return true;
     return false;
 }
 
-size_t HostService::Impl::deliver_completions() {
-    const uint64_t seq = engine.completion_seq();
-    if (seq == seen_completion_seq && !cq_backlog && !local_cqes) return 0;
-    seen_completion_seq = seq;
-    cq_backlog = false;
-    local_cqes = false;
-    size_t delivered = 0;
-    for (auto& [handle, cqp] : cqs) {
-        HostCq& cq = *cqp;
-        const uint32_t start = cq.produced;
-        bool notify_solicited = false;
-        uint32_t room = cq.ring.free_slots(cq.produced);
-        while (room > 0) {
-            const size_t want = std::min<size_t>(room, wc_scratch.size());
-            const int n = engine.poll_cq(cq.handle, std::span(wc_scratch.data(), want));
-            if (n <= 0) break;
-            for (int i = 0; i < n; ++i) {
-                const tp::WorkCompletion& wc = wc_scratch[static_cast<size_t>(i)];
-                const auto qit = qps.find(wc.qp_num);
-                if (qit == qps.end()) {  // destroyed before its completions were delivered
-                    ++counters.cqes_dropped;
-                    continue;
-                }
-                HostQp& qp = *qit->second;
-                const auto index = static_cast<uint32_t>(wc.wr_id);
-                abi::Cqe c{};
-                if (tp::is_recv(wc.opcode) && qp.srq != 0) {
-                    const auto sit = srqs.find(qp.srq);
-                    if (sit != srqs.end()) {
-                        if (auto w = sit->second->wr_ids.find(index); w != sit->second->wr_ids.end()) {
-                            c.wr_id = w->second;
-                            sit->second->wr_ids.erase(w);
-                        }
-                    }
-                } else if (tp::is_recv(wc.opcode)) {
-                    c.wr_id = qp.rq.wr_ids.empty() ? 0 : qp.rq.wr_ids[index & (qp.rq.ring.size() - 1)];
-                } else {
-                    c.wr_id = qp.sq.wr_ids[index & (qp.sq.ring.size() - 1)];
-                }
-                c.status = static_cast<uint32_t>(wc.status);
-                c.opcode = static_cast<uint32_t>(wc.opcode);
-                c.vendor_err = wc.vendor_err;
-                c.byte_len = wc.byte_len;
-                c.imm_data = wc.imm_data;
-                c.qp_num = wc.qp_num;
-                c.src_qp = wc.src_qp;
-                c.wc_flags = wc.wc_flags;
-                c.pkey_index = wc.pkey_index;
-                c.slid = wc.slid;
-                c.sl = wc.sl;
-                c.dlid_path_bits = wc.dlid_path_bits;
-                c.wqe_index = index;
-                c.completion_ts_ns = now_ns;
-                // The engine does not report the SE bit: receives and errors count as solicited.
-                if (wc.status != tp::WcStatus::Success || tp::is_recv(wc.opcode)) notify_solicited = true;
-                std::memcpy(cq.ring.entry(cq.produced++), &c, sizeof c);
-                --room;
-            }
-            if (static_cast<size_t>(n) < want) break;
+size_t HostService::Impl::deliver_cq(HostCq& cq) {
+    const uint32_t start = cq.produced;
+    bool notify_solicited = false;
+    uint32_t room = cq.ring.free_slots(cq.produced);
+    bool engine_drained = false;
+    while (room > 0) {
+        const size_t want = std::min<size_t>(room, wc_scratch.size());
+        const int n = engine.poll_cq(cq.handle, std::span(wc_scratch.data(), want));
+        if (n <= 0) {
+            engine_drained = true;
+            break;
         }
-        if (room == 0) cq_backlog = true;  // the engine may hold more; look again next turn
-        while (room > 0 && !cq.local.empty()) {
-            cq.local.front().completion_ts_ns = now_ns;
-            std::memcpy(cq.ring.entry(cq.produced++), &cq.local.front(), sizeof(abi::Cqe));
-            cq.local.pop_front();
-            notify_solicited = true;
+        for (int i = 0; i < n; ++i) {
+            const tp::WorkCompletion& wc = wc_scratch[static_cast<size_t>(i)];
+            const auto qit = qps.find(wc.qp_num);
+            if (qit == qps.end()) {  // destroyed before its completions were delivered
+                ++counters.cqes_dropped;
+                continue;
+            }
+            HostQp& qp = *qit->second;
+            const auto index = static_cast<uint32_t>(wc.wr_id);
+            abi::Cqe c{};
+            if (tp::is_recv(wc.opcode) && qp.srq != 0) {
+                c.wr_id = wc.wr_id;  // the engine kept the user's (serve_srq)
+            } else if (tp::is_recv(wc.opcode)) {
+                c.wr_id = qp.rq.wr_ids.empty() ? 0 : qp.rq.wr_ids[index & (qp.rq.ring.size() - 1)];
+            } else {
+                c.wr_id = qp.sq.wr_ids[index & (qp.sq.ring.size() - 1)];
+            }
+            c.status = static_cast<uint32_t>(wc.status);
+            c.opcode = static_cast<uint32_t>(wc.opcode);
+            c.vendor_err = wc.vendor_err;
+            c.byte_len = wc.byte_len;
+            c.imm_data = wc.imm_data;
+            c.qp_num = wc.qp_num;
+            c.src_qp = wc.src_qp;
+            c.wc_flags = wc.wc_flags;
+            c.pkey_index = wc.pkey_index;
+            c.slid = wc.slid;
+            c.sl = wc.sl;
+            c.dlid_path_bits = wc.dlid_path_bits;
+            c.wqe_index = tp::is_recv(wc.opcode) && qp.srq != 0 ? 0 : index;
+            c.completion_ts_ns = now_ns;
+            // The engine does not report the SE bit: receives and errors count as solicited.
+            if (wc.status != tp::WcStatus::Success || tp::is_recv(wc.opcode)) notify_solicited = true;
+            std::memcpy(cq.ring.entry(cq.produced++), &c, sizeof c);
             --room;
         }
-        if (!cq.local.empty()) local_cqes = true;
-        if (cq.produced == start) continue;
-        cq.ring.publish(cq.produced);
-        delivered += cq.produced - start;
-        // Arming (docs/host_interface.md): after publishing, so a client that armed and then
-        // polled empty is woken by these entries.
-        auto& hdr = cq.ring.header();
-        if (abi::take_arm_after_publish(hdr, notify_solicited)) {
-            hdr.events.fetch_add(1, std::memory_order_release);
-            ++counters.cq_events;
-            const uint64_t one = 1;
-            if (cq.channel_ref) (void)!write(cq.channel_ref->fd, &one, sizeof one);
+        if (static_cast<size_t>(n) < want) {
+            engine_drained = true;
+            break;
         }
+    }
+    while (room > 0 && !cq.local.empty()) {
+        cq.local.front().completion_ts_ns = now_ns;
+        std::memcpy(cq.ring.entry(cq.produced++), &cq.local.front(), sizeof(abi::Cqe));
+        cq.local.pop_front();
+        notify_solicited = true;
+        --room;
+    }
+    // The ring is full while the engine (or `local`) may hold more: look again on later turns.
+    if (!engine_drained || !cq.local.empty()) backlog_cq(cq);
+    if (cq.produced == start) return 0;
+    cq.ring.publish(cq.produced);
+    // Arming (docs/host_interface.md): after publishing, so a client that armed and then
+    // polled empty is woken by these entries.
+    auto& hdr = cq.ring.header();
+    if (abi::take_arm_after_publish(hdr, notify_solicited)) {
+        hdr.events.fetch_add(1, std::memory_order_release);
+        ++counters.cq_events;
+        const uint64_t one = 1;
+        if (cq.channel_ref) (void)!write(cq.channel_ref->fd, &one, sizeof one);
+    }
+    return cq.produced - start;
+}
+
+size_t HostService::Impl::deliver_completions() {
+    size_t delivered = 0;
+    engine.take_updated_cqs(updated_cqs);
+    for (uint32_t handle : updated_cqs)
+        if (auto it = cqs.find(handle); it != cqs.end()) delivered += deliver_cq(*it->second);
+    // Full rings, round robin, a bounded number per turn; each goes back on the list if still full.
+    for (size_t n = std::min(cq_backlog.size(), kBackloggedCqsPerTurn); n > 0; --n) {
+        const uint32_t handle = cq_backlog.front();
+        cq_backlog.pop_front();
+        const auto it = cqs.find(handle);
+        if (it == cqs.end()) continue;
+        it->second->backlogged = false;
+        delivered += deliver_cq(*it->second);
     }
     counters.cqes_delivered += delivered;
     return delivered;
@@ -406,6 +506,7 @@ size_t HostService::Impl::deliver_events() {
 }
 
 size_t HostService::Impl::run_deferred() {
+    if (deferred_sessions == 0) return 0;
     size_t n = 0;
     std::vector<std::shared_ptr<Session>> waiting;
     for (auto& [id, s] : sessions)

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "ring_memory.hpp"
+#include "rnic/common/ring_buffer.hpp"
 #include "rnic/host/abi/queue_entries.hpp"
 #include "rnic/host/abi/ring.hpp"
 #include "rnic/transport/verbs_types.hpp"
@@ -19,9 +18,6 @@ namespace rnic::host::server {
 struct WorkQueue {
     abi::RingView ring;
     uint32_t consumed = 0;  // next WQE to read; published as the ring's consumer
-    // The producer index the last scan saw: only a newer one is a doorbell that keeps the loop
-    // awake (WQEs the engine had no room for are retried each turn without it).
-    uint32_t seen = 0;
     uint32_t max_sge = 0;
     uint32_t max_inline = 0;
     std::vector<uint64_t> wr_ids;  // the user's wr_id by index & mask (SQ and RQ)
@@ -37,9 +33,12 @@ struct HostCq {
     uint32_t cqe = 0;
     uint32_t channel = 0;
     std::shared_ptr<Channel> channel_ref;
-    std::deque<abi::Cqe> local;  // completions the daemon itself made (rejected WQEs)
-    bool overflow_reported = false;
+    common::RingBuffer<abi::Cqe> local;  // completions the daemon itself made (rejected WQEs)
+    bool backlogged = false;  // on the service's backlog: the engine or `local` holds more than the ring took
 };
+
+// Where a queue's work waits between turns (HostService::Impl::pending / waiting_for_room).
+enum class Waiting : uint8_t { No, Pending, ForRoom };
 
 struct HostSrq {
     uint32_t handle = 0;
@@ -47,11 +46,10 @@ struct HostSrq {
     Session* owner = nullptr;
     SharedMemory memory;
     WorkQueue wq;
-    // SRQ slots are free once consumed, while the engine may still hold the WQE: keyed by the
-    // free-running index, not the slot.
-    std::unordered_map<uint32_t, uint64_t> wr_ids;
     uint32_t max_wr = 0;
     uint32_t srq_limit = 0;
+    uint32_t doorbell = 0;  // slot in the owner's doorbell bits
+    Waiting waiting = Waiting::No;
 };
 
 struct HostQp {
@@ -68,6 +66,8 @@ struct HostQp {
     SharedMemory memory;
     WorkQueue sq;
     WorkQueue rq;
+    uint32_t doorbell = 0;  // slot in the owner's doorbell bits
+    Waiting waiting = Waiting::No;
 };
 
 }  // namespace rnic::host::server

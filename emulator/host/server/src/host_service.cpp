@@ -43,7 +43,7 @@ HostService::Impl::~Impl() {
         unlink(path.c_str());
     }
     if (wake) (void)wake->release();  // the port's, not ours to close
-    kick.reset();  // closes kick_fd
+    kick.reset();                     // closes kick_fd
 }
 
 void HostService::Impl::arm_kick() {
@@ -97,7 +97,9 @@ bool HostService::Impl::begin_nap() {
     return true;
 }
 
-void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_order_relaxed); }
+void HostService::Impl::cancel_nap() {
+    status->sleeping.store(0, std::memory_order_relaxed);
+}
 
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
@@ -166,7 +168,8 @@ NapEnd nap_together(size_t count, ImplAt impl_at, uint64_t max_ns, bool wake_on_
 }  // namespace
 
 NapEnd HostService::Impl::nap(uint64_t max_ns, bool wake_on_rx) {
-    return nap_together(1, [this](size_t) { return this; }, max_ns, wake_on_rx);
+    return nap_together(
+        1, [this](size_t) { return this; }, max_ns, wake_on_rx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,11 +199,7 @@ size_t HostService::poll(uint64_t now_ns) {
     size_t work = m.scan_work_queues();
     work += m.deliver_completions();
     work += m.deliver_events();
-    for (const auto& [id, s] : m.sessions)
-        if (s->deferred) {
-            work += m.run_deferred();
-            break;
-        }
+    work += m.run_deferred();
     return work;
 }
 

@@ -17,10 +17,12 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "host_queues.hpp"
 #include "ring_memory.hpp"
+#include "rnic/common/ring_buffer.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "session.hpp"
 
@@ -76,19 +78,26 @@ struct HostService::Impl {
     uint64_t nap_generation = 0;
     bool nap_timer_armed = false;
     bool nap_done = false;
-    bool woken = false;   // a control message or a kick: the loop has work
+    bool woken = false;  // a control message or a kick: the loop has work
     bool kicked = false;
 
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;
-    std::map<uint32_t, std::unique_ptr<HostCq>> cqs;
-    std::map<uint32_t, std::unique_ptr<HostQp>> qps;
-    std::map<uint32_t, std::unique_ptr<HostSrq>> srqs;
+    size_t deferred_sessions = 0;  // sessions whose reply waits for ARP or ND
+    std::unordered_map<uint32_t, std::unique_ptr<HostCq>> cqs;
+    std::unordered_map<uint32_t, std::unique_ptr<HostQp>> qps;
+    std::unordered_map<uint32_t, std::unique_ptr<HostSrq>> srqs;
+
+    // Work queues with WQEs to read (their doorbell rang, or a turn's share left some), oldest
+    // first; and those the engine had no room for, tried again once it completes something.
+    common::RingBuffer<QueueRef> pending;
+    std::vector<QueueRef> waiting_for_room;
+    uint64_t room_seq = 0;
+    // CQs whose ring was full while the engine or `local` held more, round robin.
+    common::RingBuffer<uint32_t> cq_backlog;
+    std::vector<uint32_t> updated_cqs;  // swapped with the engine's list each turn
 
     uint64_t now_ns = 0;
-    uint64_t seen_completion_seq = UINT64_MAX;
-    bool cq_backlog = false;  // some CQ ring was full while the engine held more
-    bool local_cqes = false;  // some HostCq::local is not empty
     ServiceCounters counters;
 
     alignas(16) std::array<uint8_t, abi::kMaxMessage + 1> rx_buffer{};
@@ -120,6 +129,15 @@ struct HostService::Impl {
     void qp_to_error(HostQp& qp);
     void after_modify(HostQp& qp);
     void stop_queue(HostQp& qp, WorkQueue& q, const char* which);
+    void wake_queue(QueueRef ref, Waiting& waiting);
+    // What a queue's share of a turn left: nothing, more WQEs, or WQEs the engine had no room for.
+    enum class Served : uint8_t { Done, More, Full };
+    Served serve_send_queue(HostQp& qp);
+    Served serve_recv_queue(HostQp& qp);
+    Served serve_srq(HostSrq& srq);
+    void add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe);
+    void backlog_cq(HostCq& cq);
+    size_t deliver_cq(HostCq& cq);
 
     // ---- stats_json.cpp ----
     std::string stats_json() const;

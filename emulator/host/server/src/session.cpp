@@ -14,6 +14,29 @@ Channel::~Channel() {
     if (fd >= 0) close(fd);
 }
 
+uint32_t Session::take_doorbell(QueueRef ref) {
+    uint32_t slot;
+    if (!free_doorbells.empty()) {
+        slot = free_doorbells.back();
+        free_doorbells.pop_back();
+    } else if (doorbell_targets.size() < abi::kDoorbellSlots) {
+        slot = static_cast<uint32_t>(doorbell_targets.size());
+        free_doorbells.reserve(size_t{slot} + 1);  // release_doorbell must not allocate
+        doorbell_targets.emplace_back();
+    } else {
+        return UINT32_MAX;
+    }
+    doorbell_targets[slot] = ref;
+    return slot;
+}
+
+void Session::release_doorbell(uint32_t slot) noexcept {
+    if (slot >= doorbell_targets.size() || doorbell_targets[slot].handle == 0) return;
+    doorbell_targets[slot] = {};
+    // The vector keeps room for every slot it has handed out, so this never allocates.
+    free_doorbells.push_back(slot);
+}
+
 void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
     if (s.closed || !s.async_ring.valid()) return;
     if (s.async_ring.free_slots(s.async_produced) == 0) {
@@ -34,6 +57,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.closed = true;
     boost::system::error_code ec;
     s.socket.close(ec);
+    if (s.deferred) --deferred_sessions;
     s.deferred.reset();
 
     const size_t n_qps = s.qps.size(), n_srqs = s.srqs.size(), n_cqs = s.cqs.size(), n_ahs = s.ahs.size(),
@@ -68,6 +92,9 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     if (s.async_fd >= 0) close(s.async_fd);
     s.async_fd = -1;
     s.async_ring = {};
+    s.doorbells = nullptr;
+    s.doorbell_targets.clear();
+    s.free_doorbells.clear();
     s.async_memory.reset();
 
     ++counters.sessions_closed;

@@ -18,6 +18,7 @@
 
 #include "ring_memory.hpp"
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/abi/doorbell.hpp"
 #include "rnic/wire/gid.hpp"
 
 namespace rnic::host::server {
@@ -44,6 +45,12 @@ struct Channel {
     int fd;
 };
 
+// A QP or SRQ: what a doorbell slot names, and what waits for a turn to read its WQEs.
+struct QueueRef {
+    uint32_t handle = 0;  // QPN or SRQ handle; 0: nothing
+    bool srq = false;
+};
+
 // A ModifyQp or CreateAh waiting for ARP or neighbour discovery: replied to from the poll loop
 // once resolved.
 struct Deferred {
@@ -60,6 +67,10 @@ struct Session {
 
     Session(uint32_t session_id, Socket s) : id(session_id), socket(std::move(s)) {}
 
+    // A doorbell slot naming `ref`, or UINT32_MAX when all kDoorbellSlots are in use.
+    uint32_t take_doorbell(QueueRef ref);
+    void release_doorbell(uint32_t slot) noexcept;
+
     uint32_t id;
     Socket socket;
     uint32_t pid = 0;
@@ -69,9 +80,12 @@ struct Session {
     bool closed = false;
     bool reading = false;
 
-    int async_fd = -1;  // the client's eventfd, written after each async event
-    SharedMemory async_memory;
+    int async_fd = -1;          // the client's eventfd, written after each async event
+    SharedMemory async_memory;  // the async ring, then the doorbell bits
     abi::RingView async_ring;
+    abi::DoorbellBits* doorbells = nullptr;
+    std::vector<QueueRef> doorbell_targets;  // by slot
+    std::vector<uint32_t> free_doorbells;    // slots given back, reused first
     uint32_t async_produced = 0;
     uint64_t async_dropped = 0;
 

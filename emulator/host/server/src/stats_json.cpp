@@ -1,6 +1,7 @@
 // The Stats op's reply: one JSON document rnicctl prints (schema in docs/host_interface.md).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -110,19 +111,18 @@ std::string HostService::Impl::stats_json() const {
     // What the device holds right now, counted by the engine itself rather than summed over the
     // sessions: an object a reclaimed session failed to free still shows here.
     doc["objects"] = {
-        {"sessions", sessions.size()},
-        {"pds", engine.pd_count()},
-        {"mrs", engine.mr_count()},
-        {"cqs", engine.cq_count()},
-        {"qps", engine.qp_count()},
-        {"srqs", engine.srq_count()},
-        {"ahs", engine.ah_count()},
-        {"channels", channels},
-        {"segments", all_segments.size()},
+        {"sessions", sessions.size()}, {"pds", engine.pd_count()}, {"mrs", engine.mr_count()},
+        {"cqs", engine.cq_count()},    {"qps", engine.qp_count()}, {"srqs", engine.srq_count()},
+        {"ahs", engine.ah_count()},    {"channels", channels},     {"segments", all_segments.size()},
     };
 
     json qps_doc = json::array();
-    for (const auto& [qpn, qp] : qps) {
+    std::vector<uint32_t> qpns;  // listed in QPN order, as `rdma resource show qp` does
+    qpns.reserve(qps.size());
+    for (const auto& entry : qps) qpns.push_back(entry.first);
+    std::sort(qpns.begin(), qpns.end());
+    for (const uint32_t qpn : qpns) {
+        const HostQp* qp = qps.at(qpn).get();
         tp::QpAttributes a{};
         const auto seq = engine.qp_sequence(qpn);
         if (engine.query_qp(qpn, a) != 0 || !seq) continue;

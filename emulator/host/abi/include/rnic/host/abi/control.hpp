@@ -8,14 +8,14 @@
 // own objects, and reclaims them all when the connection closes.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace rnic::host::abi {
 
 inline constexpr uint32_t kMagic = 0x434e5252;  // "RRNC" little-endian
-inline constexpr uint16_t kAbiVersion = 2;      // 2: HelloReply::gid_types
+inline constexpr uint16_t kAbiVersion = 3;      // 2: HelloReply::gid_types; 3: doorbell bits
 inline constexpr size_t kMaxMessage = 64 * 1024;
 inline constexpr size_t kMaxFdsPerMessage = 4;
 inline constexpr const char* kDefaultRunDir = "/run/rnic";
@@ -25,7 +25,8 @@ inline constexpr uint8_t kGidTypeRoceV2 = 2;  // enum ibv_gid_type: IBV_GID_TYPE
 inline constexpr uint32_t kDeviceNameMax = 32;
 
 enum class Op : uint16_t {
-    Hello = 1,         // req fds: [async eventfd]; reply fds: [status page memfd, kick eventfd, async ring memfd]
+    Hello = 1,  // req fds: [async eventfd]; reply fds: [status page memfd, kick eventfd, async ring
+                // memfd (with the doorbell bits at doorbell_offset)]
     AllocPd = 2,
     DeallocPd = 3,
     ShareSegment = 4,  // req fds: [memfd holding the pages]
@@ -34,20 +35,20 @@ enum class Op : uint16_t {
     DeregMr = 7,
     CreateCompChannel = 8,  // req fds: [eventfd the daemon writes for each completion event]
     DestroyCompChannel = 9,
-    CreateCq = 10,     // reply fds: [ring memfd]
+    CreateCq = 10,  // reply fds: [ring memfd]
     DestroyCq = 11,
-    CreateSrq = 12,    // reply fds: [ring memfd]
+    CreateSrq = 12,  // reply fds: [ring memfd]
     ModifySrq = 13,
     QuerySrq = 14,
     DestroySrq = 15,
-    CreateQp = 16,     // reply fds: [memfd with the SQ ring, then the RQ ring (none with an SRQ)]
+    CreateQp = 16,  // reply fds: [memfd with the SQ ring, then the RQ ring (none with an SRQ)]
     ModifyQp = 17,
     QueryQp = 18,
     DestroyQp = 19,
     CreateAh = 20,
     DestroyAh = 21,
-    QueryPort = 22,    // port state can change (link, MTU): asked again, not cached from Hello
-    Stats = 23,        // reply body: JSON text (rnicctl)
+    QueryPort = 22,  // port state can change (link, MTU): asked again, not cached from Hello
+    Stats = 23,      // reply body: JSON text (rnicctl)
     SetLogLevel = 24,
 };
 
@@ -99,7 +100,7 @@ struct DeviceAttr {  // struct ibv_device_attr, the fields a software RNIC fills
 };
 static_assert(sizeof(DeviceAttr) == 32 + 22 * 4 + 4 + 4 + 64);
 
-struct PortAttr {  // struct ibv_port_attr for a RoCE port
+struct PortAttr {         // struct ibv_port_attr for a RoCE port
     uint32_t state;       // enum ibv_port_state
     uint32_t max_mtu;     // enum ibv_mtu
     uint32_t active_mtu;  // enum ibv_mtu
@@ -110,7 +111,7 @@ struct PortAttr {  // struct ibv_port_attr for a RoCE port
     uint8_t active_width;
     uint8_t active_speed;
     uint8_t phys_state;
-    uint8_t link_layer;   // IBV_LINK_LAYER_ETHERNET
+    uint8_t link_layer;  // IBV_LINK_LAYER_ETHERNET
     uint8_t reserved[2];
     uint32_t ethernet_mtu;  // the port's IP MTU, for tools
 };
@@ -182,7 +183,7 @@ struct HelloReply {
     uint32_t async_ring_size;   // entries of AsyncEventEntry in the async ring memfd
     uint32_t status_page_size;  // bytes of the status page memfd
     uint32_t session_id;
-    uint32_t reserved;
+    uint32_t doorbell_offset;     // of the session's DoorbellBits (doorbell.hpp) in the async ring memfd
     uint8_t gid_types[kMaxGids];  // enum ibv_gid_type per GID (every GID of rnicd is RoCE v2)
 };
 static_assert(offsetof(HelloReply, gids) == 268 && offsetof(HelloReply, async_ring_size) == 524 &&
@@ -214,7 +215,7 @@ struct HandleReply {  // AllocPd, CreateAh, CreateCompChannel
 struct ShareSegmentRequest {
     uint32_t segment_id;  // chosen by the client, unique within its connection
     uint32_t reserved;
-    uint64_t length;      // bytes of the memfd to map (a multiple of the page size)
+    uint64_t length;  // bytes of the memfd to map (a multiple of the page size)
 };
 
 // Registered memory is described as runs of pages in segments the client shared earlier, so an
@@ -227,10 +228,10 @@ struct SegmentRun {
 };
 struct RegMrRequest {
     uint32_t pd;
-    uint32_t access;    // enum ibv_access_flags
-    uint64_t addr;      // the client's virtual address of the buffer
+    uint32_t access;  // enum ibv_access_flags
+    uint64_t addr;    // the client's virtual address of the buffer
     uint64_t length;
-    uint64_t iova;      // what keys' users name it by (ibv_reg_mr: addr); same offset in its page
+    uint64_t iova;         // what keys' users name it by (ibv_reg_mr: addr); same offset in its page
     uint32_t page_offset;  // addr's offset in its first page
     uint32_t run_count;    // SegmentRun entries following this struct
 };
@@ -265,6 +266,8 @@ struct CreateSrqReply {
     uint32_t ring_size;
     uint32_t ring_stride;
     uint32_t ring_bytes;
+    uint32_t doorbell;  // the SRQ's slot in the session's DoorbellBits
+    uint32_t reserved;
 };
 struct ModifySrqRequest {
     uint32_t handle;
@@ -284,7 +287,7 @@ struct CreateQpRequest {
     uint32_t pd;
     uint32_t send_cq;
     uint32_t recv_cq;
-    uint32_t srq;      // 0: none
+    uint32_t srq;  // 0: none
     uint32_t sq_sig_all;
     QpCaps cap;
 };
@@ -293,10 +296,12 @@ struct CreateQpReply {
     QpCaps cap;  // granted
     uint32_t sq_size;
     uint32_t sq_stride;
-    uint32_t rq_size;    // 0 with an SRQ
+    uint32_t rq_size;  // 0 with an SRQ
     uint32_t rq_stride;
     uint32_t rq_offset;  // the RQ ring's offset in the memfd (page-aligned)
     uint32_t ring_bytes;
+    uint32_t doorbell;  // the QP's slot in the session's DoorbellBits (both its queues)
+    uint32_t reserved;
 };
 
 struct ModifyQpRequest {

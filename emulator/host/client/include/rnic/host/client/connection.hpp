@@ -9,19 +9,21 @@
 // must not be destroyed while another thread uses them (ibv's rule too).
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
-#include <sys/types.h>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/abi/doorbell.hpp"
 #include "rnic/host/client/objects.hpp"
 #include "rnic/host/client/result.hpp"
 
@@ -120,7 +122,9 @@ private:
     bool probe_dead() noexcept;
     // Whether the data path must probe for itself: the watchdog is not watching in this process.
     bool needs_probe() const noexcept;
-    void ring_doorbell() noexcept;
+    // After publishing a producer index of the queue in doorbell `slot`: its bit for the
+    // daemon's next turn, then a kick if the daemon sleeps and `kick` allows.
+    void ring_doorbell(uint32_t slot, bool kick = true) noexcept;
     int post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool all_or_nothing) noexcept;
     uint32_t ah_handle(const Ah* ah) const noexcept;
     // Waits until `fd` is readable (and reads it) or the daemon hangs up; EAGAIN when `fd` is
@@ -140,6 +144,7 @@ private:
     size_t status_bytes_ = 0;
     RingMapping async_memory_;
     abi::RingView async_ring_;
+    abi::DoorbellBits* doorbells_ = nullptr;  // in async_memory_
     uint32_t async_consumed_ = 0;
     bool fatal_delivered_ = false;
 

@@ -68,7 +68,7 @@ struct Cq {
     CompChannel* channel;
     uint32_t handle;
     void* user = nullptr;  // the wrapper that owns this object (the verbs shim's ibv_cq), for events
-    uint32_t cqe;  // granted
+    uint32_t cqe;          // granted
     RingMapping memory;
     abi::RingView ring;
 
@@ -106,7 +106,8 @@ struct Srq {
     void* user = nullptr;  // the verbs shim's ibv_srq, for async events
     uint32_t srq_limit;
     RingMapping memory;
-    WorkQueue wq;  // max_wr and max_sge as granted
+    WorkQueue wq;           // max_wr and max_sge as granted
+    uint32_t doorbell = 0;  // slot in the session's doorbell bits
 };
 
 struct QpInitAttr {
@@ -132,7 +133,8 @@ struct Qp {
     std::atomic<uint32_t> state{0};
     RingMapping memory;
     WorkQueue sq;
-    WorkQueue rq;  // unused with an SRQ
+    WorkQueue rq;           // unused with an SRQ
+    uint32_t doorbell = 0;  // slot in the session's doorbell bits (both queues)
 };
 
 // A work request as ibv_send_wr carries it, flattened (the shim converts each ibv_send_wr).
