@@ -1,6 +1,8 @@
 // Two transport engines back to back in one thread (one core): frames go from one engine's
 // transmit straight into the other's receive, ICRC built and verified on every packet.
-// Reports 64 B RDMA WRITE and SEND operations per second and 64 KiB WRITE throughput.
+// Reports 64 B RDMA WRITE, SEND and READ operations per second, 64 KiB WRITE throughput, and the
+// heap allocations per operation once warmed up (an operator new hook: the data path's post,
+// frames and completions must allocate nothing).
 // Usage: engine_bench [SECONDS_PER_CASE]
 #include <chrono>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "alloc_counter.hpp"
 #include "rnic/transport/engine.hpp"
 
 using namespace rnic::transport;
@@ -90,25 +93,30 @@ struct Side {
         a.min_rnr_timer = 1;
         a.ah_attr.dgid = peer.e.config().gids[0];
         a.ah_attr.dmac = peer.e.config().mac;
-        e.modify_qp(qpn, a, QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
-                                QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer);
+        e.modify_qp(qpn, a,
+                    QpAttr::State | QpAttr::Av | QpAttr::PathMtu | QpAttr::DestQpn | QpAttr::RqPsn |
+                        QpAttr::MaxDestRdAtomic | QpAttr::MinRnrTimer);
         a.qp_state = QpState::Rts;
         a.sq_psn = 0;
         a.timeout = 14;
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 16;
-        e.modify_qp(qpn, a, QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt | QpAttr::RnrRetry |
-                                QpAttr::MaxQpRdAtomic);
+        e.modify_qp(qpn, a,
+                    QpAttr::State | QpAttr::SqPsn | QpAttr::Timeout | QpAttr::RetryCnt | QpAttr::RnrRetry |
+                        QpAttr::MaxQpRdAtomic);
     }
 };
 
 struct Rate {
     double ops_per_s;
     double gbit_per_s;
+    double allocations_per_op;  // after the first 10% of the run
 };
 
-// Keeps `depth` operations in flight, one in `signal_every` signaled (as perftest does).
+// Keeps `depth` operations in flight, one in `signal_every` signaled (as perftest does). The work
+// requests are built once and reused, as a verbs provider's caller would: what allocates is then
+// the engine's alone.
 Rate run(WrOpcode op, uint32_t size, double seconds, Mtu mtu) {
     Side a(1, 1 << 20), b(2, 1 << 20);
     a.connect(b, mtu);
@@ -117,21 +125,26 @@ Rate run(WrOpcode op, uint32_t size, double seconds, Mtu mtu) {
     const uint32_t depth = 512, signal_every = 64;
     uint64_t posted = 0, completed = 0;
     std::vector<WorkCompletion> wcs(64);
+    SendWr wr;
+    wr.opcode = op;
+    wr.sg_list = {{reinterpret_cast<uint64_t>(a.buf.data()), size, a.mr.lkey}};
+    wr.remote_addr = reinterpret_cast<uint64_t>(b.buf.data());
+    wr.rkey = b.mr.rkey;
+    RecvWr recv{0, {{wr.remote_addr, size, b.mr.lkey}}};
     auto post = [&] {
-        SendWr wr;
-        wr.opcode = op;
         wr.wr_id = posted;
-        wr.sg_list = {{reinterpret_cast<uint64_t>(a.buf.data()), size, a.mr.lkey}};
         wr.send_flags = (posted % signal_every == signal_every - 1) ? uint32_t{SendFlag::Signaled} : 0u;
-        wr.remote_addr = reinterpret_cast<uint64_t>(b.buf.data());
-        wr.rkey = b.mr.rkey;
-        if (op == WrOpcode::Send) b.e.post_recv(b.qpn, RecvWr{posted, {{wr.remote_addr, size, b.mr.lkey}}});
+        recv.wr_id = posted;
+        if (op == WrOpcode::Send) b.e.post_recv(b.qpn, recv);
         if (a.e.post_send(a.qpn, wr) == 0) ++posted;
     };
     uint64_t now = 0;
     const auto t0 = Clock::now();
+    const auto warm = t0 + std::chrono::duration<double>(seconds / 10);
     const auto limit = t0 + std::chrono::duration<double>(seconds);
     uint64_t iterations = 0;
+    bool counting = false;
+    uint64_t allocations_at = 0, completed_at = 0;
     while (true) {
         while (posted - completed < depth) post();
         now += 100;
@@ -151,11 +164,20 @@ Rate run(WrOpcode op, uint32_t size, double seconds, Mtu mtu) {
         }
         while (b.e.poll_cq(b.cq, wcs) > 0) {
         }
-        if ((++iterations & 63) == 0 && Clock::now() > limit) break;
+        if ((++iterations & 63) == 0) {
+            const auto t = Clock::now();
+            if (!counting && t > warm) {
+                counting = true;
+                allocations_at = rnic::bench::allocations();
+                completed_at = completed;
+            }
+            if (t > limit) break;
+        }
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     const double ops = static_cast<double>(completed) / elapsed;
-    return {ops, ops * size * 8 / 1e9};
+    const double counted = static_cast<double>(std::max<uint64_t>(completed - completed_at, 1));
+    return {ops, ops * size * 8 / 1e9, static_cast<double>(rnic::bench::allocations() - allocations_at) / counted};
 }
 
 // Closed loop: every QP has one 64 B WRITE in flight at a time, as many independent clients
@@ -213,12 +235,17 @@ int main(int argc, char** argv) {
     const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
     std::printf("two engines back to back, one thread, ICRC on every packet, MTU 4096\n");
     const Rate w64 = run(WrOpcode::RdmaWrite, 64, seconds, Mtu::Mtu4096);
-    std::printf("64 B RDMA WRITE   %10.0f ops/s  (target 2,000,000: %.2fx)\n", w64.ops_per_s, w64.ops_per_s / 2e6);
+    std::printf("64 B RDMA WRITE   %10.0f ops/s  (target 2,000,000: %.2fx)  %.4f allocations/op\n", w64.ops_per_s,
+                w64.ops_per_s / 2e6, w64.allocations_per_op);
     const Rate s64 = run(WrOpcode::Send, 64, seconds, Mtu::Mtu4096);
-    std::printf("64 B SEND         %10.0f ops/s\n", s64.ops_per_s);
+    std::printf("64 B SEND         %10.0f ops/s                            %.4f allocations/op\n", s64.ops_per_s,
+                s64.allocations_per_op);
+    const Rate r64 = run(WrOpcode::RdmaRead, 64, seconds, Mtu::Mtu4096);
+    std::printf("64 B RDMA READ    %10.0f ops/s                            %.4f allocations/op\n", r64.ops_per_s,
+                r64.allocations_per_op);
     const Rate w64k = run(WrOpcode::RdmaWrite, 65536, seconds, Mtu::Mtu4096);
-    std::printf("64 KiB RDMA WRITE %10.0f ops/s  %6.2f Gbit/s  %6.2f GB/s\n", w64k.ops_per_s, w64k.gbit_per_s,
-                w64k.gbit_per_s / 8);
+    std::printf("64 KiB RDMA WRITE %10.0f ops/s  %6.2f Gbit/s  %6.2f GB/s  %.4f allocations/op\n", w64k.ops_per_s,
+                w64k.gbit_per_s, w64k.gbit_per_s / 8, w64k.allocations_per_op);
 
     // The RNIC-cache effect (Kalia ATC'16, Husky NSDI'23): QPC cache of 64 lines, 4-way,
     // 500 ns per miss, 100 ns per packet; throughput in virtual time as QPs grow.

@@ -108,11 +108,12 @@ void Datapath::warn_roce(const transport::RxResult& r, size_t length) {
                      transport::to_string(r.verdict), wire::parse_errc_text(r.parse_error), roce_log_.suppressed());
         return;
     }
-    spdlog::warn("{} a {}-byte RoCEv2 frame: {} (QP {:#x}, opcode {:#04x}, PSN {}) ({} similar lines suppressed)",
-                 r.verdict == transport::RxVerdict::RemoteAccessError || r.verdict == transport::RxVerdict::InvalidRequest
-                     ? "NAKed"
-                     : "dropped",
-                 length, transport::to_string(r.verdict), r.qpn, r.opcode, r.psn, roce_log_.suppressed());
+    spdlog::warn(
+        "{} a {}-byte RoCEv2 frame: {} (QP {:#x}, opcode {:#04x}, PSN {}) ({} similar lines suppressed)",
+        r.verdict == transport::RxVerdict::RemoteAccessError || r.verdict == transport::RxVerdict::InvalidRequest
+            ? "NAKed"
+            : "dropped",
+        length, transport::to_string(r.verdict), r.qpn, r.opcode, r.psn, roce_log_.suppressed());
 }
 
 void Datapath::receive_icmp(std::span<const uint8_t> frame) {
@@ -131,12 +132,16 @@ void Datapath::receive_icmp6(std::span<const uint8_t> frame, uint64_t now_ns) {
     }
     switch (m->type) {
         case port::kIcmp6NeighborSolicitation:
-        case port::kIcmp6NeighborAdvertisement: nd_.receive(*m, now_ns, io_.tx()); break;
+        case port::kIcmp6NeighborAdvertisement:
+            nd_.receive(*m, now_ns, io_.tx());
+            break;
         case port::kIcmp6EchoRequest:
             if (port::answer_echo6(*m, self_, io_.tx(), icmp6_) == port::IcmpResult::Malformed)
                 warn_icmp("ICMPv6", "malformed echo request");
             break;
-        default: ++icmp6_.other_types; break;  // router discovery, MLD, errors: not served
+        default:
+            ++icmp6_.other_types;
+            break;  // router discovery, MLD, errors: not served
     }
 }
 
@@ -149,18 +154,27 @@ size_t Datapath::poll(uint64_t now_ns) {
         const auto c = port::classify(frame, self_);
         ++counters_.rx_by_class[static_cast<size_t>(c)];
         switch (c) {
-            case port::FrameClass::Arp: arp_.receive(frame, now_ns, io_.tx()); break;
-            case port::FrameClass::IcmpForUs: receive_icmp(frame); break;
-            case port::FrameClass::Icmp6ForUs: receive_icmp6(frame, now_ns); break;
+            case port::FrameClass::Arp:
+                arp_.receive(frame, now_ns, io_.tx());
+                break;
+            case port::FrameClass::IcmpForUs:
+                receive_icmp(frame);
+                break;
+            case port::FrameClass::Icmp6ForUs:
+                receive_icmp6(frame, now_ns);
+                break;
             case port::FrameClass::RoceForUs:
                 ++counters_.roce_rx;
                 if (capture_) capture(frame, now_ns);
                 if (const auto r = engine_.receive(frame, now_ns); r.verdict != transport::RxVerdict::Accepted)
                     warn_roce(r, frame.size());
                 break;
-            case port::FrameClass::Malformed: warn_malformed(c, frame.size()); break;
+            case port::FrameClass::Malformed:
+                warn_malformed(c, frame.size());
+                break;
             case port::FrameClass::NotForUs:
-            case port::FrameClass::OtherForUs: break;  // counted above; a shared segment is full of these
+            case port::FrameClass::OtherForUs:
+                break;  // counted above; a shared segment is full of these
         }
     }
     io_.release_rx();
@@ -168,8 +182,10 @@ size_t Datapath::poll(uint64_t now_ns) {
     // Our own frames from the last turn, as if they had come in with this burst.
     size_t looped = 0;
     if (!loopback_.empty()) {
-        auto frames = std::move(loopback_);
-        loopback_.clear();
+        // Swapped, not moved: both vectors keep their capacity, so a steady stream of looped
+        // frames allocates nothing (the engine may loop new frames while these are received).
+        auto& frames = loopback_receiving_;
+        frames.swap(loopback_);
         for (auto& f : frames) {
             ++counters_.roce_rx;
             if (capture_) capture(f, now_ns);
@@ -178,6 +194,7 @@ size_t Datapath::poll(uint64_t now_ns) {
             loopback_spare_.push_back(std::move(f));
         }
         looped = frames.size();
+        frames.clear();
         if (loopback_spare_.size() > 2 * kBurst) loopback_spare_.resize(2 * kBurst);
     }
 

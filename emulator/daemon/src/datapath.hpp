@@ -122,6 +122,7 @@ private:
     CaptureTap tap_{*this};
     LoopbackSink loopback_sink_{*this};
     std::vector<std::vector<uint8_t>> loopback_;  // frames waiting for the next turn
+    std::vector<std::vector<uint8_t>> loopback_receiving_;
     std::vector<std::vector<uint8_t>> loopback_spare_;
     DatapathCounters counters_;
     uint64_t now_ = 0;
