@@ -137,11 +137,11 @@ void HostService::Impl::after_modify(HostQp& qp) {
     }
 }
 
+// Each queue is on at most one list, once, so neither list grows with doorbells. A queue waiting
+// for room ignores its doorbell: the engine has no room for its WQEs until something completes,
+// and then the room list wakes it.
 void HostService::Impl::wake_queue(QueueRef ref, Waiting& waiting) {
-    if (waiting == Waiting::Pending) return;
-    if (waiting == Waiting::ForRoom) {
-        // Leaves the room list lazily: that entry is skipped when its flag no longer says ForRoom.
-    }
+    if (waiting != Waiting::No) return;
     waiting = Waiting::Pending;
     pending.push_back(ref);
 }
