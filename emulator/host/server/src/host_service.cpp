@@ -30,6 +30,7 @@ HostService::Impl::Impl(boost::asio::io_context& io_context, transport::Engine& 
       work_guard(io_context.get_executor()),
       nap_timer(io_context) {
     if (config.run_dir.empty()) config.run_dir = default_run_dir();
+    pinned = config.pinned_pages ? config.pinned_pages : std::make_shared<PinnedPages>();
     path = config.run_dir + "/" + config.name + ".sock";
 }
 
@@ -186,7 +187,8 @@ void HostService::start() {
     if (m.kick_fd < 0) throw std::runtime_error(std::string("kick eventfd: ") + std::strerror(errno));
     m.kick.emplace(m.io, m.kick_fd);
     m.listen();
-    spdlog::info("control socket {}", m.path);
+    spdlog::info("control socket {} (mode {:04o}{})", m.path, m.config.socket_mode,
+                 m.config.socket_gid ? ", group " + std::to_string(*m.config.socket_gid) : std::string());
 }
 
 size_t HostService::poll(uint64_t now_ns) {
@@ -204,8 +206,14 @@ size_t HostService::poll(uint64_t now_ns) {
     return work;
 }
 
+// A bounded number of handlers per call. Each session's handler reads one message and waits
+// again, and a wait on a socket with more queued completes on the reactor's next round, so the
+// sessions are served in turn, one message each; but io_context::poll() would go on as long as
+// any session keeps sending, and one client pipelining requests would hold the loop here while
+// every doorbell and frame waited.
 void HostService::poll_control() {
-    impl_->io.poll();
+    for (size_t i = 0; i < kControlHandlersPerPoll && impl_->io.poll_one(); ++i) {
+    }
 }
 
 bool HostService::begin_nap() {
@@ -249,7 +257,7 @@ void HostService::shutdown(uint64_t now_ns) {
 }
 
 std::string HostService::stats_json() const {
-    return impl_->stats_json();
+    return impl_->stats_json(std::nullopt);
 }
 std::string HostService::socket_path() const {
     return impl_->path;

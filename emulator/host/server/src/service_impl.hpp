@@ -30,6 +30,8 @@ struct ServiceCounters {
     uint64_t sessions_opened = 0;
     uint64_t sessions_closed = 0;
     uint64_t sessions_refused = 0;
+    uint64_t user_limit_refusals = 0;  // EAGAIN: a uid at its cap (--user-limit)
+    uint64_t memlock_refusals = 0;     // RegMr over the process's RLIMIT_MEMLOCK (ENOMEM, EPERM)
     uint64_t control_messages = 0;
     uint64_t control_errors = 0;    // malformed messages (the session was closed)
     uint64_t deferred_replies = 0;  // waited for ARP
@@ -79,6 +81,13 @@ struct HostService::Impl {
     bool woken = false;   // a control message or a kick: the loop has work
     bool kicked = false;
 
+    // What each uid holds on this device, for its caps (user_limits.cpp).
+    struct UserUsage {
+        std::array<uint32_t, kResourceCount> held{};
+    };
+    std::map<uint32_t, UserUsage> users;
+    std::shared_ptr<PinnedPages> pinned;
+
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;
     std::map<uint32_t, std::unique_ptr<HostCq>> cqs;
@@ -121,8 +130,23 @@ struct HostService::Impl {
     void after_modify(HostQp& qp);
     void stop_queue(HostQp& qp, WorkQueue& q, const char* which);
 
+    // ---- user_limits.cpp ----
+    const UserLimits& limits_of(uint32_t uid) const;
+    // EAGAIN when the session's uid holds its cap of `r` already (as the rdma cgroup refuses),
+    // else counts one more.
+    int charge(const Session& s, Resource r);
+    void uncharge(const Session& s, Resource r, size_t n = 1);
+    // uid 0 and the daemon's own uid administer the device: they see every session in Stats and
+    // may set the log level.
+    bool administers(const Session& s) const { return s.uid == 0 || s.uid == daemon_uid; }
+    // Closes the sessions of `uid` whose peer already hung up (their EOF not yet read), so a
+    // program that closed a device and opens it again is not refused for the session it left.
+    void reap_hung_up(uint32_t uid, const Session& except);
+
     // ---- stats_json.cpp ----
-    std::string stats_json() const;
+    // `viewer`: the uid asking, whose view excludes other users' sessions and QPs unless it
+    // administers the device; nullopt: everything.
+    std::string stats_json(std::optional<uint32_t> viewer) const;
 
     // ---- host_service.cpp ----
     void arm_kick();

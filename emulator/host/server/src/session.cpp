@@ -55,7 +55,10 @@ void HostService::Impl::close_session(Session& s, const char* why) {
         cqs.erase(h);
     }
     for (const auto& [h, pd] : s.ahs) engine.destroy_ah(h);
-    for (const auto& [lkey, mr] : s.mrs) engine.dereg_mr(lkey);
+    for (const auto& [lkey, mr] : s.mrs) {
+        engine.dereg_mr(lkey);
+        pinned->release(s.process, mr.pinned_pages);
+    }
     s.mrs.clear();
     s.segments.clear();  // the last references: munmap
     for (uint32_t pd : s.pds) engine.dealloc_pd(pd);
@@ -69,6 +72,14 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.async_fd = -1;
     s.async_ring = {};
     s.async_memory.reset();
+    const std::pair<Resource, size_t> held[] = {{Resource::Sessions, s.hello_done ? 1 : 0},
+                                                {Resource::Pds, n_pds},
+                                                {Resource::Mrs, n_mrs},
+                                                {Resource::Cqs, n_cqs},
+                                                {Resource::Qps, n_qps},
+                                                {Resource::Srqs, n_srqs},
+                                                {Resource::Ahs, n_ahs}};
+    for (const auto& [r, n] : held) uncharge(s, r, n);
 
     ++counters.sessions_closed;
     if (s.hello_done || n_qps + n_cqs + n_pds)

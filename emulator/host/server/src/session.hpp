@@ -18,6 +18,7 @@
 
 #include "ring_memory.hpp"
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/server/pinned_pages.hpp"
 #include "rnic/wire/gid.hpp"
 
 namespace rnic::host::server {
@@ -33,6 +34,7 @@ struct HostMr {
     uint32_t rkey = 0;
     uint32_t pd = 0;
     uint64_t length = 0;
+    uint64_t pinned_pages = 0;  // charged to the session's process (ib_umem_num_pages)
     std::vector<std::shared_ptr<Segment>> segments;
 };
 
@@ -65,6 +67,8 @@ struct Session {
     uint32_t pid = 0;
     uint32_t uid = UINT32_MAX;  // (uid_t)-1, nobody's, until SO_PEERCRED says who it is
     bool peer_known = false;    // SO_PEERCRED answered: pid and uid are the peer's
+    ProcessId process;          // pid and start time: whose RLIMIT_MEMLOCK the MRs count against
+    LockLimit accepted_lock_limit;  // read at accept: used once the process can no longer be read
     bool hello_done = false;
     bool closed = false;
     bool reading = false;
