@@ -216,7 +216,8 @@ TEST_CASE("every uid is served: nobody reaches the socket (0666, run directory 0
     CHECK(j["counters"]["host_sessions_refused"] == 0);
 }
 
-TEST_CASE("--socket-mode and --socket-group: a group's members reach the socket, other users do not") {
+TEST_CASE(
+    "a socket mode and group (rnicd --socket-mode 0660 --socket-group): the group's members get in, no one else") {
     Rig rig([](server::ServerConfig& sc) {
         sc.socket_mode = 0660;
         sc.socket_gid = kNogroup;
@@ -390,7 +391,7 @@ TEST_CASE("per-uid caps (--user-limit): EAGAIN past a uid's cap across its sessi
     CHECK(rig.call(*s2, Op::DeallocPd, abi::HandleRequest{pd2, 0}).header.status == 0);
 }
 
-TEST_CASE("Stats: a user sees their own sessions and QPs, root everything; SetLogLevel is root's") {
+TEST_CASE("Stats: a user sees their own sessions and QPs, root everything, and only root sets the log level") {
     Rig rig;
     RawClient root(rig.host->socket_path());
     REQUIRE(rig.hello(root).header.status == 0);
@@ -424,4 +425,24 @@ TEST_CASE("Stats: a user sees their own sessions and QPs, root everything; SetLo
     CHECK(rig.call(root, Op::SetLogLevel, level).header.status == 0);
     CHECK(spdlog::get_level() == spdlog::level::trace);
     spdlog::set_level(old_level);
+}
+
+TEST_CASE("a session whose peer hung up while its reply waited for ARP does not hold the uid's sessions cap") {
+    Rig rig([](server::ServerConfig& sc) { sc.user_limits_default[Resource::Sessions] = 1; });
+    auto a = connect_as(rig, 1000);
+    abi::CreateAhRequest ah{};
+    ah.pd = alloc_pd(rig, *a);
+    std::memcpy(ah.av.dgid, wire::Gid::from_ipv4(port::test::kPeerIp).raw.data(), 16);
+    a->send(Op::CreateAh, &ah, sizeof ah);
+    for (int i = 0; i < 5; ++i) rig.turn();
+    CHECK_FALSE(a->try_receive());  // waiting for ARP: the daemon does not read a's socket meanwhile
+    a->close_now();
+    for (int i = 0; i < 5; ++i) rig.turn();
+    CHECK(rig.host->session_count() == 1);  // its EOF is still unread
+    auto b = connect_as(rig, 1000);         // served: the hung-up session is reclaimed first
+    CHECK(rig.host->session_count() == 1);
+    const json j = stats_of(rig, *b);
+    CHECK(j["users"][0]["held"]["sessions"] == 1);
+    CHECK(j["users"][0]["held"]["pds"] == 0);
+    CHECK(j["counters"]["host_sessions_refused"] == 0);
 }

@@ -603,8 +603,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             }
             // A verbs context is the cgroup's hca_handle: over the uid's cap, EAGAIN, as
             // ibv_open_device gets it. Sessions whose peer already closed do not count.
-            if (users[s.uid].held[static_cast<size_t>(Resource::Sessions)] >= limits_of(s.uid)[Resource::Sessions])
-                reap_hung_up(s.uid, s);
+            if (held_by(s.uid, Resource::Sessions) >= limits_of(s.uid)[Resource::Sessions]) reap_hung_up(s.uid, s);
             if (int rc = charge(s, Resource::Sessions); rc) {
                 close(async_fd);
                 ++counters.sessions_refused;
@@ -713,19 +712,18 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 mr.segments.push_back(it->second);
             }
             if (pages.size() != pages_needed) return fail(EINVAL);
+            // The object first (uverbs charges the cgroup before the driver pins), then
             // ib_umem_get: every page the buffer spans counts against the process's
             // RLIMIT_MEMLOCK (overlapping MRs each count), read now as the kernel reads the
             // caller's; CAP_IPC_LOCK lifts it.
+            if (int rc = charge(s, Resource::Mrs); rc) return fail(rc);
             const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
             if (int rc = pinned->charge(s.process, pages_needed, limit); rc) {
+                uncharge(s, Resource::Mrs);
                 ++counters.memlock_refusals;
                 spdlog::info("session {} (pid {}): RegMr of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}",
                              s.id, s.pid, pages_needed, limit.bytes, pinned->pinned(s.process),
                              rc == EPERM ? "EPERM" : "ENOMEM");
-                return fail(rc);
-            }
-            if (int rc = charge(s, Resource::Mrs); rc) {
-                pinned->release(s.process, pages_needed);
                 return fail(rc);
             }
             const auto r = engine.reg_mr_pages(req.pd, pages, req.page_offset, req.length, req.iova, req.access);
@@ -1010,7 +1008,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             wire::Gid dgid;
             if (int rc = av_target(engine, req.av, dgid); rc) return fail(rc);
             // Counted when made (after the neighbour answers); refused at once if already full.
-            if (users[s.uid].held[static_cast<size_t>(Resource::Ahs)] >= limits_of(s.uid)[Resource::Ahs]) {
+            if (held_by(s.uid, Resource::Ahs) >= limits_of(s.uid)[Resource::Ahs]) {
                 ++counters.user_limit_refusals;
                 return fail(EAGAIN);
             }

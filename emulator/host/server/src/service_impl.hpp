@@ -132,6 +132,7 @@ struct HostService::Impl {
 
     // ---- user_limits.cpp ----
     const UserLimits& limits_of(uint32_t uid) const;
+    uint32_t held_by(uint32_t uid, Resource r) const;
     // EAGAIN when the session's uid holds its cap of `r` already (as the rdma cgroup refuses),
     // else counts one more.
     int charge(const Session& s, Resource r);

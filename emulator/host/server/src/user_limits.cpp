@@ -14,8 +14,13 @@ const UserLimits& HostService::Impl::limits_of(uint32_t uid) const {
     return it == config.user_limits.end() ? config.user_limits_default : it->second;
 }
 
+uint32_t HostService::Impl::held_by(uint32_t uid, Resource r) const {
+    const auto it = users.find(uid);
+    return it == users.end() ? 0 : it->second.held[static_cast<size_t>(r)];
+}
+
 int HostService::Impl::charge(const Session& s, Resource r) {
-    uint32_t& held = users[s.uid].held[static_cast<size_t>(r)];
+    const uint32_t held = held_by(s.uid, r);
     const uint32_t cap = limits_of(s.uid)[r];
     if (cap != kUnlimited && held >= cap) {
         ++counters.user_limit_refusals;
@@ -23,7 +28,7 @@ int HostService::Impl::charge(const Session& s, Resource r) {
                      held, kResourceNames[static_cast<size_t>(r)]);
         return EAGAIN;
     }
-    ++held;
+    ++users[s.uid].held[static_cast<size_t>(r)];
     return 0;
 }
 
