@@ -144,6 +144,8 @@ def functional(procs):
     check([l.split()[3] for l in lines] == ["0", str(NOBODY)], f"rnicctl user as root: both users ({lines})")
 
     # ---- the pingpong, both sides nobody ----
+    listening = wait_for(lambda: run(*in_a(["ss", "-Hltn", f"sport = :{port}"], user=False)).stdout.strip())
+    check(bool(listening), f"the pingpong server listens on {port}")
     client = verbs(*pp, "-d", "rnic1", "127.0.0.1", timeout=60)
     try:
         server_out = server.communicate(timeout=30)[0]
