@@ -75,6 +75,13 @@ TEST_CASE("Hello returns the device, the status page, the kick eventfd and the a
     CHECK(page->loop_turns.load() == before + 1);
     CHECK(page->sleeping.load() == 0);
     CHECK(page->shutting_down.load() == 0);
+    // Every session maps the same page: no client may write it, whatever it tries.
+    errno = 0;
+    CHECK(mmap(nullptr, hello->status_page_size, PROT_READ | PROT_WRITE, MAP_SHARED, r.fds[0], 0) == MAP_FAILED);
+    CHECK(errno == EPERM);
+    const uint8_t one = 1;
+    CHECK(pwrite(r.fds[0], &one, 1, 0) == -1);
+    CHECK(errno == EPERM);
     // The async ring's header is initialised by the daemon.
     Mapping async(r.fds[2], abi::ring_bytes(hello->async_ring_size, sizeof(abi::AsyncEventEntry)));
     const auto* h = reinterpret_cast<const abi::RingHeader*>(async.data);

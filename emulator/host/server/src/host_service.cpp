@@ -180,7 +180,7 @@ HostService::~HostService() = default;
 
 void HostService::start() {
     Impl& m = *impl_;
-    if (int rc = m.status_memory.create("rnic-status", sizeof(abi::StatusPage)); rc)
+    if (int rc = m.status_memory.create_sealed("rnic-status", sizeof(abi::StatusPage)); rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
     m.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
