@@ -1,6 +1,7 @@
 // The control socket: accepting, reading one message at a time with its descriptors, checking
 // it strictly, and the ops, each a call into the engine with the session's ownership checked.
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -612,11 +613,17 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 return;
             }
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
-            if (int rc = s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry))); rc) {
+            const int kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+            const int rc =
+                kick_fd < 0 ? errno : s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry)));
+            if (rc) {
                 close(async_fd);
+                if (kick_fd >= 0) close(kick_fd);
                 uncharge(s, Resource::Sessions);
                 return fail(rc);
             }
+            s.kick.emplace(io, kick_fd);
+            arm_kick(sessions.at(s.id));
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
             s.async_fd = async_fd;
             s.hello_done = true;

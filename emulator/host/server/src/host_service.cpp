@@ -44,21 +44,28 @@ HostService::Impl::~Impl() {
         unlink(path.c_str());
     }
     if (wake) (void)wake->release();  // the port's, not ours to close
-    kick.reset();  // closes kick_fd
 }
 
-void HostService::Impl::arm_kick() {
-    if (kick_armed) return;
-    kick_armed = true;
-    kick->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-        kick_armed = false;
-        if (ec) return;
-        woken = true;
-        kicked = true;
-        ++counters.kicks;
-        uint64_t v;
-        (void)!read(kick_fd, &v, sizeof v);
-    });
+void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
+    if (s->kick_armed || !s->kick || s->closed) return;
+    s->kick_armed = true;
+    s->kick->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                        [this, s](const boost::system::error_code& ec) {
+                            s->kick_armed = false;
+                            if (ec || s->closed) return;
+                            woken = true;
+                            kicked = true;
+                            ++counters.kicks;
+                            uint64_t v;
+                            (void)!read(s->kick->native_handle(), &v, sizeof v);
+                        });
+}
+
+// A session's kick wait stays armed across naps; only one consumed since the last nap needs
+// arming again.
+void HostService::Impl::arm_kicks() {
+    for (const auto& [id, s] : sessions)
+        if (!s->kick_armed) arm_kick(s);
 }
 
 // Asio's reactor registers descriptors edge-triggered, but starting a wait re-polls the
@@ -103,7 +110,7 @@ void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_ord
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = false;
-    arm_kick();
+    arm_kicks();
     if (wake_on_rx) arm_wake();
 }
 
@@ -183,9 +190,6 @@ void HostService::start() {
     if (int rc = m.status_memory.create_sealed("rnic-status", sizeof(abi::StatusPage)); rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
-    m.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (m.kick_fd < 0) throw std::runtime_error(std::string("kick eventfd: ") + std::strerror(errno));
-    m.kick.emplace(m.io, m.kick_fd);
     m.listen();
     spdlog::info("control socket {} (mode {:04o}{})", m.path, m.config.socket_mode,
                  m.config.socket_gid ? ", group " + std::to_string(*m.config.socket_gid) : std::string());

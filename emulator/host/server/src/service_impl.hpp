@@ -67,9 +67,6 @@ struct HostService::Impl {
 
     SharedMemory status_memory;
     abi::StatusPage* status = nullptr;
-    int kick_fd = -1;
-    std::optional<boost::asio::posix::stream_descriptor> kick;
-    bool kick_armed = false;
     std::optional<boost::asio::posix::stream_descriptor> wake;  // the port's fd, not owned
     bool wake_armed = false;
     uint64_t wake_generation = 0;
@@ -150,7 +147,8 @@ struct HostService::Impl {
     std::string stats_json(std::optional<uint32_t> viewer) const;
 
     // ---- host_service.cpp ----
-    void arm_kick();
+    void arm_kick(const std::shared_ptr<Session>& s);
+    void arm_kicks();
     void arm_wake();
     void set_wake_fd(int fd);
     bool begin_nap();

@@ -73,6 +73,11 @@ struct Session {
     bool closed = false;
     bool reading = false;
 
+    // The session's own kick eventfd (docs/host_interface.md, "Doorbells"): one shared by every
+    // session would let any client read, and so swallow, the others' kicks.
+    std::optional<Socket> kick;
+    bool kick_armed = false;
+
     int async_fd = -1;  // the client's eventfd, written after each async event
     SharedMemory async_memory;
     abi::RingView async_ring;
