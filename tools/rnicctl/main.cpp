@@ -28,7 +28,11 @@ void usage(std::FILE* out) {
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
         "  session          objects the device holds, then each client session and its objects\n"
-        "  log-level [LVL]  show or set rnicd's log level (trace debug info warn err critical off)\n"
+        "  user             what each user holds on the device against its caps (held/max, as\n"
+        "                   the rdma cgroup's rdma.current/rdma.max)\n"
+        "  log-level [LVL]  show or set rnicd's log level (trace debug info warn err critical off;\n"
+        "                   setting it is for root)\n"
+        "Users other than root see only their own sessions, QPs and usage.\n"
         "DEVICE defaults to rnic0, DIR to $RNIC_RUN_DIR or /run/rnic.\n",
         out);
 }
@@ -143,9 +147,10 @@ int run(const Options& o) {
         }
         return 0;
     }
-    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "log-level")
-                           ? args == 0
-                           : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
+    const bool known =
+        (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "user" || cmd == "log-level")
+            ? args == 0
+            : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
     if (!known) return usage(stderr), kExitUsage;
     long qpn = -1;
     if (cmd == "stat" && args == 2) {
@@ -210,6 +215,16 @@ int run(const Options& o) {
             std::cout << "session " << field(x, "id") << " pid " << field(x, "pid") << " uid " << field(x, "uid");
             for (const char* k : {"pds", "mrs", "cqs", "qps", "srqs", "ahs", "channels", "segments"})
                 std::cout << ' ' << k << ' ' << field(x, k);
+            std::cout << '\n';
+        }
+    } else if (cmd == "user") {
+        const json users = s.value("users", json::array());
+        if (o.json_out) return std::cout << users.dump(2) << '\n', 0;
+        for (const auto& u : users) {
+            std::cout << "dev " << field(dev, "name") << " uid " << field(u, "uid");
+            const json held = u.value("held", json::object()), max = u.value("max", json::object());
+            for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs"})
+                std::cout << ' ' << k << ' ' << field(held, k) << '/' << field(max, k);
             std::cout << '\n';
         }
     } else {  // log-level, shown

@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
     // Declared before the services so pending handlers are destroyed after them, never run on them.
     boost::asio::io_context asio_io;
     const daemon::PollLoop* loop_counters = nullptr;  // set once the loop exists
+    // One process's registrations on every device count against its one RLIMIT_MEMLOCK.
+    const auto pinned_pages = std::make_shared<host::server::PinnedPages>();
 
     for (size_t i = 0; i < devices.size(); ++i) {
         Device& d = devices[i];
@@ -182,6 +184,11 @@ int main(int argc, char** argv) {
         host::server::ServerConfig sc;
         sc.name = d.name;
         sc.run_dir = opt.run_dir;
+        sc.socket_mode = opt.socket_mode;
+        sc.socket_gid = opt.socket_gid;
+        sc.user_limits_default = opt.user_limits_default;
+        sc.user_limits = opt.user_limits;
+        sc.pinned_pages = pinned_pages;
         sc.mac = d.self.mac;
         sc.ipv4 = d.self.ipv4;
         sc.prefix_length = d.self.prefix_length;

@@ -1,5 +1,10 @@
 #include "options.hpp"
 
+#include <grp.h>
+#include <pwd.h>
+
+#include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "rnic/port/eal_arguments.hpp"
@@ -9,7 +14,9 @@ namespace rnic::daemon {
 const char* usage() {
     return "usage: rnicd PORT [PORT]... [--busy-poll] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
            "             [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
-           "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR] [-- EAL arguments]\n"
+           "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR]\n"
+           "             [--socket-mode MODE] [--socket-group GROUP] [--user-limit [USER:]RES=N,...]...\n"
+           "             [-- EAL arguments]\n"
            "  PORT: --iface IF --ip A.B.C.D/NN [--ip6 ADDR/LEN]... [--mac MAC] [--name NAME]\n"
            "        [--pcap FILE [--pcap-max-mb N]]\n"
            "  Each --iface (or --port) starts a port; the options after it, up to the next, are that\n"
@@ -43,7 +50,17 @@ const char* usage() {
            "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
            "                    mbuf pool holds them all, two bursts and the cache\n"
            "  --name NAME       device name (default rnic<port index>)\n"
-           "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n";
+           "  --run-dir DIR     control socket directory (default $RNIC_RUN_DIR or /run/rnic)\n"
+           "  --socket-mode MODE  the control sockets' mode, octal (default 0666: every user, as\n"
+           "                    Linux's /dev/infiniband/uverbs*); 0660 with --socket-group for a group\n"
+           "  --socket-group GROUP  the control sockets' group (name or gid)\n"
+           "  --user-limit [USER:]RES=N[,RES=N]...  what one user may hold on each device, as the\n"
+           "                    rdma cgroup's rdma.max (beyond it: EAGAIN). RES: sessions (open\n"
+           "                    devices), pds, mrs, cqs, qps, srqs, ahs; N a number or max (the\n"
+           "                    default: only the device's own limits). Without USER (name or uid)\n"
+           "                    for every user; a user's own entry takes the rest from that one.\n"
+           "                    Repeatable. Registered memory is limited by each process's\n"
+           "                    RLIMIT_MEMLOCK (ulimit -l) unless it has CAP_IPC_LOCK, as in Linux.\n";
 }
 
 const char* to_string(Sched s) {
@@ -71,6 +88,47 @@ bool parse_cache(const std::string& s, CacheOption& out) {
     out = {static_cast<uint32_t>(entries), static_cast<uint32_t>(entries == 0 ? 1 : ways)};
     return true;
 }
+// A user or group by name, or a number.
+std::optional<uint32_t> id_of(const std::string& s, bool is_group) {
+    uint64_t n = 0;
+    if (parse_u64(s, n)) return n < UINT32_MAX ? std::optional<uint32_t>(static_cast<uint32_t>(n)) : std::nullopt;
+    if (is_group) {
+        const struct group* g = getgrnam(s.c_str());
+        return g ? std::optional<uint32_t>(g->gr_gid) : std::nullopt;
+    }
+    const passwd* p = getpwnam(s.c_str());
+    return p ? std::optional<uint32_t>(p->pw_uid) : std::nullopt;
+}
+
+// One --user-limit: "[USER:]RES=N,RES=max,..." into per-resource values (unset: not named).
+using LimitSpec = std::array<std::optional<uint32_t>, host::server::kResourceCount>;
+bool parse_user_limit(const std::string& v, std::optional<uint32_t>& uid, LimitSpec& spec, std::string& error) {
+    std::string rest = v;
+    if (const auto colon = v.find(':'); colon != std::string::npos) {
+        uid = id_of(v.substr(0, colon), false);
+        if (!uid) {
+            error = "no user '" + v.substr(0, colon) + "'";
+            return false;
+        }
+        rest = v.substr(colon + 1);
+    }
+    size_t start = 0;
+    do {
+        const size_t comma = std::min(rest.find(',', start), rest.size());
+        const std::string item = rest.substr(start, comma - start);
+        const size_t eq = item.find('=');
+        const auto r = host::server::resource_by_name(item.substr(0, eq));
+        uint64_t n = 0;
+        const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        if (!r || (value != "max" && (!parse_u64(value, n) || n >= host::server::kUnlimited))) {
+            error = "'" + item + "' is not RES=N or RES=max";
+            return false;
+        }
+        spec[static_cast<size_t>(*r)] = value == "max" ? host::server::kUnlimited : static_cast<uint32_t>(n);
+        start = comma + 1;
+    } while (start <= rest.size());
+    return true;
+}
 }  // namespace
 
 wire::Expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
@@ -80,6 +138,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
     // The port the per-port options go to: the last one --iface or --port started.
     auto current = [&o]() -> PortOptions& { return o.ports.back(); };
     bool port_started = false;  // the first port exists before any --iface; the first --iface names it
+    std::map<uint32_t, LimitSpec> user_specs;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--") {
@@ -103,12 +162,12 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             port_started = true;
             continue;
         }
-        const bool takes_value = a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" ||
-                                 a == "--pcap-max-mb" || a == "--log-level" || a == "--idle-sleep-us" ||
-                                 a == "--spin-us" || a == "--stream-spin-us" || a == "--stream-nap-us" || a == "--sched" ||
-                                 a == "--qpc-cache" || a == "--mpt-cache" || a == "--mtt-cache" ||
-                                 a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" ||
-                                 a == "--name" || a == "--run-dir";
+        const bool takes_value =
+            a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" || a == "--pcap-max-mb" ||
+            a == "--log-level" || a == "--idle-sleep-us" || a == "--spin-us" || a == "--stream-spin-us" ||
+            a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
+            a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
+            a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -139,6 +198,28 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         } else if (a == "--run-dir") {
             if (v.empty()) return U{"--run-dir wants a directory"};
             o.run_dir = v;
+        } else if (a == "--socket-mode") {
+            uint64_t mode = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mode, 8);
+            if (v.empty() || ec != std::errc{} || end != v.data() + v.size() || mode > 0777)
+                return U{"--socket-mode wants an octal mode up to 0777, got '" + v + "'"};
+            o.socket_mode = static_cast<uint32_t>(mode);
+        } else if (a == "--socket-group") {
+            o.socket_gid = id_of(v, true);
+            if (!o.socket_gid) return U{"--socket-group: no group '" + v + "'"};
+        } else if (a == "--user-limit") {
+            std::optional<uint32_t> uid;
+            LimitSpec spec;
+            std::string error;
+            if (!parse_user_limit(v, uid, spec, error)) return U{"--user-limit: " + error};
+            if (uid) {
+                LimitSpec& mine = user_specs[*uid];
+                for (size_t r = 0; r < spec.size(); ++r)
+                    if (spec[r]) mine[r] = spec[r];
+            } else {
+                for (size_t r = 0; r < spec.size(); ++r)
+                    if (spec[r]) o.user_limits_default.max[r] = *spec[r];
+            }
         } else if (a == "--pcap") {
             current().pcap = v;
         } else if (a == "--pcap-max-mb") {
@@ -200,6 +281,12 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         }
     }
     if (!o.sched_given) o.sched = o.busy_poll ? Sched::None : Sched::Fifo;
+    for (const auto& [uid, spec] : user_specs) {
+        host::server::UserLimits l = o.user_limits_default;
+        for (size_t r = 0; r < spec.size(); ++r)
+            if (spec[r]) l.max[r] = *spec[r];
+        o.user_limits[uid] = l;
+    }
     return o;
 }
 

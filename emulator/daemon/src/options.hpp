@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "rnic/host/server/user_limits.hpp"
 #include "rnic/port/host_address.hpp"
 #include "rnic/wire/expected.hpp"
 
@@ -70,6 +72,14 @@ struct Options {
                                // would hold its core until RT throttling stops it)
     std::string log_level = "info";
     std::string run_dir;  // empty: $RNIC_RUN_DIR, else /run/rnic; each device's socket is <run_dir>/<name>.sock
+    // The control sockets' mode and group (docs/daemon.md, "Users"): every user by default, as
+    // Linux's uverbs devices.
+    uint32_t socket_mode = 0666;
+    std::optional<uint32_t> socket_gid;
+    // --user-limit: caps per uid on each device; a uid's own entry inherits what it does not name
+    // from the entry without a user.
+    host::server::UserLimits user_limits_default;
+    std::map<uint32_t, host::server::UserLimits> user_limits;
     std::vector<std::string> eal_args;
     bool help = false;
 };

@@ -3,9 +3,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -91,6 +93,79 @@ std::optional<Reply> RawClient::try_receive() {
     return r;
 }
 
+BlockingClient::BlockingClient(const std::string& path) {
+    fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.c_str(), std::min(path.size(), sizeof sa.sun_path - 1));
+    const timeval timeout{10, 0};  // the parent's loop answers within milliseconds
+    if (fd_ < 0 || setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0 ||
+        connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+        error_ = errno;
+}
+
+BlockingClient::~BlockingClient() {
+    if (fd_ >= 0) close(fd_);
+}
+
+int BlockingClient::call(abi::Op op, const void* body, size_t length, const std::vector<int>& fds,
+                         std::vector<uint8_t>* reply_body, std::vector<int>* reply_fds) {
+    if (error_) return -1;
+    std::vector<uint8_t> out(sizeof(abi::MessageHeader) + length);
+    const abi::MessageHeader h{
+        abi::kMagic, abi::kAbiVersion, static_cast<uint16_t>(op), seq_++, static_cast<uint32_t>(out.size()), 0, 0};
+    std::memcpy(out.data(), &h, sizeof h);
+    if (length) std::memcpy(out.data() + sizeof h, body, length);
+    iovec iov{out.data(), out.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)]{};
+    if (!fds.empty()) {
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    if (sendmsg(fd_, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return -1;
+    std::vector<uint8_t> in(abi::kMaxMessage);
+    iovec riov{in.data(), in.size()};
+    alignas(cmsghdr) char rcontrol[CMSG_SPACE(sizeof(int) * 8)];
+    msghdr r{};
+    r.msg_iov = &riov;
+    r.msg_iovlen = 1;
+    r.msg_control = rcontrol;
+    r.msg_controllen = sizeof rcontrol;
+    const ssize_t n = recvmsg(fd_, &r, MSG_CMSG_CLOEXEC);
+    if (n < static_cast<ssize_t>(sizeof h)) return -1;
+    std::vector<int> got;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&r); c; c = CMSG_NXTHDR(&r, c))
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            got.push_back(fd);
+        }
+    if (reply_fds)
+        *reply_fds = got;
+    else
+        for (int fd : got) close(fd);
+    abi::MessageHeader rh{};
+    std::memcpy(&rh, in.data(), sizeof rh);
+    if (reply_body) reply_body->assign(in.begin() + sizeof rh, in.begin() + n);
+    return rh.status;
+}
+
+int BlockingClient::hello() {
+    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    const abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
+    const int rc = call(abi::Op::Hello, req, {efd});
+    close(efd);
+    return rc;
+}
+
 transport::EngineConfig rig_engine_config() {
     transport::EngineConfig ec;
     ec.mac = port::test::kSelf.mac;
@@ -98,7 +173,8 @@ transport::EngineConfig rig_engine_config() {
     return ec;
 }
 
-Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nullptr) {
+Rig::Rig(const std::function<void(server::ServerConfig&)>& tweak)
+    : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nullptr) {
     char tmpl[] = "/tmp/rnic-host-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     dir = tmpl;
@@ -122,6 +198,7 @@ Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nu
         }
         return server::Resolution::Unreachable;
     };
+    if (tweak) tweak(sc);
     host = std::make_unique<server::HostService>(io, engine, sc, resolver, [this] { return dp.counter_list(); });
     host->start();
     dp.start(now);

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,9 +69,35 @@ private:
     uint32_t seq_ = 1;
 };
 
-// Every piece of rnicd but DPDK, with a clock the test moves.
+// A client for a forked child (another uid, other limits) while the parent turns the loop:
+// blocking calls, no Catch macros (a child reports through its exit status or a pipe).
+class BlockingClient {
+public:
+    // Connects (errno in error() on failure; every call then fails with it).
+    explicit BlockingClient(const std::string& path);
+    ~BlockingClient();
+    BlockingClient(const BlockingClient&) = delete;
+    BlockingClient& operator=(const BlockingClient&) = delete;
+    // The reply's status (a positive errno), or -1 for no reply (EOF, timeout, send failed).
+    int call(abi::Op op, const void* body, size_t length, const std::vector<int>& fds = {},
+             std::vector<uint8_t>* reply_body = nullptr, std::vector<int>* reply_fds = nullptr);
+    template <class T>
+    int call(abi::Op op, const T& body, const std::vector<int>& fds = {}, std::vector<uint8_t>* reply_body = nullptr) {
+        return call(op, &body, sizeof body, fds, reply_body);
+    }
+    int hello();  // with a fresh eventfd; the reply's descriptors are closed
+    int error() const { return error_; }
+
+private:
+    int fd_ = -1;
+    int error_ = 0;
+    uint32_t seq_ = 1;
+};
+
+// Every piece of rnicd but DPDK, with a clock the test moves; `tweak` adjusts the service's
+// configuration before it starts.
 struct Rig {
-    Rig();
+    explicit Rig(const std::function<void(server::ServerConfig&)>& tweak = {});
     ~Rig();
     void turn(uint64_t advance_ns = 1000);
     // Sends a request and turns the loop until its reply (or EOF) arrives.

@@ -526,15 +526,23 @@ TEST_CASE("the sleeping protocol: a pending doorbell or a kick ends a nap at onc
 
     // A client that saw `sleeping` writes the kick eventfd: the daemon wakes.
     RawClient other(rig.host->socket_path());
-    Reply again = rig.hello(other);  // every session gets the same kick eventfd
+    Reply again = rig.hello(other);
     REQUIRE(again.fds.size() == 3);
-    for (int i = 0; i < 5; ++i) rig.turn();
+    // Each session has its own kick eventfd: one client cannot read (and swallow) another's kicks.
     const uint64_t one = 1;
+    uint64_t got = 0;
+    RawClient third(rig.host->socket_path());
+    Reply third_hello = rig.hello(third);
+    REQUIRE(third_hello.fds.size() == 3);
+    REQUIRE(write(again.fds[1], &one, sizeof one) == sizeof one);
+    CHECK(read(third_hello.fds[1], &got, sizeof got) == -1);
+    CHECK(errno == EAGAIN);
+    for (int i = 0; i < 5; ++i) rig.turn();  // the daemon consumed it
     REQUIRE(write(again.fds[1], &one, sizeof one) == sizeof one);
     t0 = Clock::now();
     rig.host->sleep(2'000'000'000);
     CHECK(Clock::now() - t0 < std::chrono::milliseconds(500));
-    CHECK(nlohmann::json::parse(rig.host->stats_json())["counters"]["host_kicks"] == 1);
+    CHECK(nlohmann::json::parse(rig.host->stats_json())["counters"]["host_kicks"] == 2);
 }
 
 TEST_CASE("shutdown: DEVICE_FATAL to every session, QPs flushed into the rings, socket removed") {

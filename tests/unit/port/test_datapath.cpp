@@ -321,6 +321,54 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK(daemon::parse_options(many));
 }
 
+TEST_CASE("options: the sockets' mode and group, per-user limits", "[datapath]") {
+    using host::server::Resource;
+    const std::vector<std::string> port{"--iface", "veth0", "--ip", "10.0.0.1/24"};
+    auto with = [&](std::vector<std::string> extra) {
+        extra.insert(extra.begin(), port.begin(), port.end());
+        return daemon::parse_options(extra);
+    };
+    auto plain = with({});
+    REQUIRE(plain);
+    CHECK(plain->socket_mode == 0666);  // every user, as the kernel's uverbs devices
+    CHECK_FALSE(plain->socket_gid);
+    for (uint32_t v : plain->user_limits_default.max) CHECK(v == host::server::kUnlimited);
+    CHECK(plain->user_limits.empty());
+
+    auto set = with({"--socket-mode", "0660", "--socket-group", "0", "--user-limit", "1000:qps=4,mrs=max",
+                     "--user-limit", "qps=16,sessions=2", "--user-limit", "nobody:ahs=0"});
+    REQUIRE(set);
+    CHECK(set->socket_mode == 0660);
+    CHECK(set->socket_gid == 0u);
+    CHECK(set->user_limits_default[Resource::Qps] == 16);
+    CHECK(set->user_limits_default[Resource::Sessions] == 2);
+    CHECK(set->user_limits_default[Resource::Mrs] == host::server::kUnlimited);
+    REQUIRE(set->user_limits.count(1000));
+    // A user's entry takes what it does not name from the one for everybody, in any order.
+    CHECK(set->user_limits[1000][Resource::Qps] == 4);
+    CHECK(set->user_limits[1000][Resource::Sessions] == 2);
+    REQUIRE(set->user_limits.count(65534));  // Debian's nobody
+    CHECK(set->user_limits[65534][Resource::Ahs] == 0);
+    CHECK(set->user_limits[65534][Resource::Qps] == 16);
+    auto named_group = with({"--socket-group", "root"});
+    REQUIRE(named_group);
+    CHECK(named_group->socket_gid == 0u);
+
+    for (const std::vector<std::string>& bad : {std::vector<std::string>{"--socket-mode", "999"},
+                                                {"--socket-mode", "01777"},
+                                                {"--socket-mode", ""},
+                                                {"--socket-group", "no-such-group-here"},
+                                                {"--user-limit", "qps"},
+                                                {"--user-limit", "qps=-1"},
+                                                {"--user-limit", "wqs=4"},
+                                                {"--user-limit", "no-such-user-here:qps=4"},
+                                                {"--user-limit", "qps=4,"},
+                                                {"--user-limit", "qps=4294967295"}}) {
+        INFO(bad[0] << " " << bad[1]);
+        CHECK_FALSE(with(bad));
+    }
+}
+
 TEST_CASE("options: several ports, each --iface starting one, each a device of its own", "[datapath]") {
     auto two = daemon::parse_options({"--ip", "10.0.0.1/24", "--iface", "veth0", "--pcap", "a.pcap", "--iface", "veth1",
                                       "--ip", "10.0.1.1/24", "--ip6", "fd01::1/64", "--name", "east", "--busy-poll"});

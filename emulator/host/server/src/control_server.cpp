@@ -1,6 +1,7 @@
 // The control socket: accepting, reading one message at a time with its descriptors, checking
 // it strictly, and the ops, each a call into the engine with the session's ownership checked.
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,6 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "peer_process.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -278,7 +280,19 @@ int take_fd(std::vector<int>& fds) {
 
 void HostService::Impl::listen() {
     std::error_code ec;
-    std::filesystem::create_directories(config.run_dir, ec);
+    if (std::filesystem::create_directories(config.run_dir, ec)) {
+        // Whatever the umask: the users the socket's mode admits must be able to reach it.
+        if (chmod(config.run_dir.c_str(), 0755) != 0)
+            throw std::runtime_error("cannot chmod run directory " + config.run_dir + ": " + std::strerror(errno));
+    } else if (!ec) {
+        struct stat dir {};
+        // A directory someone else made keeps its mode; say so if it hides the socket.
+        if (stat(config.run_dir.c_str(), &dir) == 0 && (config.socket_mode & 0007) && !(dir.st_mode & S_IXOTH))
+            spdlog::warn(
+                "run directory {} (mode {:o}) is not searchable by other users: only its owner and group "
+                "can reach the socket",
+                config.run_dir, dir.st_mode & 07777);
+    }
     if (ec) throw std::runtime_error("cannot create run directory " + config.run_dir + ": " + ec.message());
     if (path.size() >= sizeof(sockaddr_un{}.sun_path)) throw std::runtime_error("socket path too long: " + path);
 
@@ -302,10 +316,20 @@ void HostService::Impl::listen() {
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
     std::memcpy(sa.sun_path, path.c_str(), path.size());
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 64) != 0) {
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
         const int err = errno;
         if (fd >= 0) close(fd);
         throw std::runtime_error("cannot listen on " + path + ": " + std::strerror(err));
+    }
+    // connect() needs write permission on the socket file; bind left the umask's mode. Set
+    // before listen(), so nobody the mode excludes ever gets in.
+    const gid_t gid = config.socket_gid ? static_cast<gid_t>(*config.socket_gid) : static_cast<gid_t>(-1);
+    if ((config.socket_gid && chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) ||
+        chmod(path.c_str(), config.socket_mode) != 0 || ::listen(fd, 64) != 0) {
+        const int err = errno;
+        close(fd);
+        unlink(path.c_str());
+        throw std::runtime_error("cannot set up " + path + ": " + std::strerror(err));
     }
     acceptor.emplace(io, fd);
     listening = true;
@@ -330,11 +354,16 @@ void HostService::Impl::accept_next() {
                 s->pid = static_cast<uint32_t>(cred.pid);
                 s->uid = cred.uid;
                 s->peer_known = true;
+                // Who registers memory, and its limit should it be gone by the time it does:
+                // both read from /proc now, while the connecting process surely exists.
+                s->process = {s->pid, process_start_time(s->pid).value_or(0)};
+                s->accepted_lock_limit = process_lock_limit(s->process).value_or(LockLimit{});
                 spdlog::debug("session {}: connected (pid {}, uid {})", s->id, s->pid, s->uid);
             } else {
-                // The uid check at Hello is the only access control: a peer we cannot identify
-                // must not pass it as uid 0. Its Hello gets EACCES, which the client can report,
-                // where closing now would look like a crashed daemon.
+                // Per-user limits, Stats' view and the memory-lock limit all hang on the peer's
+                // identity: a peer we cannot identify must not pass as uid 0. Its Hello gets
+                // EACCES, which the client can report, where closing now would look like a
+                // crashed daemon.
                 spdlog::warn("session {}: cannot read the peer's credentials (SO_PEERCRED: {}); refusing it", s->id,
                              err ? std::strerror(err) : "short answer");
             }
@@ -534,8 +563,13 @@ void HostService::Impl::finish_deferred(Session& s, Resolution r, const wire::Ma
         std::memcpy(&req, d.body.data(), sizeof req);
         tp::AddressVector v = to_engine(req.av);
         v.dmac = mac;
+        if (int rc = charge(s, Resource::Ahs); rc) {
+            reply(s, d.header, rc);
+            return;
+        }
         const auto ah = engine.create_ah(req.pd, v);
         if (!ah) {
+            uncharge(s, Resource::Ahs);
             reply(s, d.header, ah.error());
             return;
         }
@@ -561,23 +595,37 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 reject(s, h, EINVAL, "async descriptor is not an eventfd");
                 return;
             }
-            if (!s.peer_known || (s.uid != 0 && s.uid != daemon_uid)) {
+            if (!s.peer_known) {
                 close(async_fd);
                 ++counters.sessions_refused;
-                if (s.peer_known)
-                    spdlog::warn("session {}: uid {} (pid {}) refused", s.id, s.uid, s.pid);
-                else
-                    spdlog::warn("session {}: Hello refused: the peer's credentials are unknown", s.id);
+                spdlog::warn("session {}: Hello refused: the peer's credentials are unknown", s.id);
                 reply(s, h, EACCES);
+                close_session(s, "refused");
+                return;
+            }
+            // A verbs context is the cgroup's hca_handle: over the uid's cap, EAGAIN, as
+            // ibv_open_device gets it. Sessions whose peer already closed do not count.
+            if (held_by(s.uid, Resource::Sessions) >= limits_of(s.uid)[Resource::Sessions]) reap_hung_up(s.uid, s);
+            if (int rc = charge(s, Resource::Sessions); rc) {
+                close(async_fd);
+                ++counters.sessions_refused;
+                reply(s, h, rc);
                 close_session(s, "refused");
                 return;
             }
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
             const size_t doorbell_offset = page_round(ring_bytes(entries, sizeof(AsyncEventEntry)));
-            if (int rc = s.async_memory.create("rnic-async", doorbell_offset + sizeof(DoorbellBits)); rc) {
+            const int kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+            const int rc =
+                kick_fd < 0 ? errno : s.async_memory.create("rnic-async", doorbell_offset + sizeof(DoorbellBits));
+            if (rc) {
                 close(async_fd);
+                if (kick_fd >= 0) close(kick_fd);
+                uncharge(s, Resource::Sessions);
                 return fail(rc);
             }
+            s.kick.emplace(io, kick_fd);
+            arm_kick(sessions.at(s.id));
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
             s.doorbells = new (s.async_memory.data() + doorbell_offset) DoorbellBits{};
             s.async_fd = async_fd;
@@ -603,8 +651,12 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             return ok(*out, out_fds);
         }
         case Op::AllocPd: {
+            if (int rc = charge(s, Resource::Pds); rc) return fail(rc);
             const auto pd = engine.alloc_pd();
-            if (!pd) return fail(pd.error());
+            if (!pd) {
+                uncharge(s, Resource::Pds);
+                return fail(pd.error());
+            }
             s.pds.insert(*pd);
             return ok(HandleReply{*pd, 0});
         }
@@ -617,7 +669,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             for (const auto& [k, pd] : s.ahs)
                 if (pd == req.handle) return fail(EBUSY);
             const int rc = engine.dealloc_pd(req.handle);
-            if (rc == 0) s.pds.erase(req.handle);
+            if (rc == 0) {
+                s.pds.erase(req.handle);
+                uncharge(s, Resource::Pds);
+            }
             return fail(rc);
         }
         case Op::ShareSegment: {
@@ -668,8 +723,27 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 mr.segments.push_back(it->second);
             }
             if (pages.size() != pages_needed) return fail(EINVAL);
+            // The object first (uverbs charges the cgroup before the driver pins), then
+            // ib_umem_get: every page the buffer spans counts against the process's
+            // RLIMIT_MEMLOCK (overlapping MRs each count), read now as the kernel reads the
+            // caller's; CAP_IPC_LOCK lifts it.
+            if (int rc = charge(s, Resource::Mrs); rc) return fail(rc);
+            const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
+            if (int rc = pinned->charge(s.process, pages_needed, limit); rc) {
+                uncharge(s, Resource::Mrs);
+                ++counters.memlock_refusals;
+                spdlog::info("session {} (pid {}): RegMr of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}",
+                             s.id, s.pid, pages_needed, limit.bytes, pinned->pinned(s.process),
+                             rc == EPERM ? "EPERM" : "ENOMEM");
+                return fail(rc);
+            }
             const auto r = engine.reg_mr_pages(req.pd, pages, req.page_offset, req.length, req.iova, req.access);
-            if (!r) return fail(r.error());
+            if (!r) {
+                pinned->release(s.process, pages_needed);
+                uncharge(s, Resource::Mrs);
+                return fail(r.error());
+            }
+            mr.pinned_pages = pages_needed;
             mr.lkey = r->lkey;
             mr.rkey = r->rkey;
             mr.pd = req.pd;
@@ -680,9 +754,14 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::DeregMr: {
             HandleRequest req{};
             body_as(body, req);
-            if (!s.mrs.count(req.handle)) return fail(EINVAL);
+            const auto it = s.mrs.find(req.handle);
+            if (it == s.mrs.end()) return fail(EINVAL);
             const int rc = engine.dereg_mr(req.handle);
-            if (rc == 0) s.mrs.erase(req.handle);  // the segments it held may unmap now
+            if (rc == 0) {
+                pinned->release(s.process, it->second.pinned_pages);
+                uncharge(s, Resource::Mrs);
+                s.mrs.erase(it);  // the segments it held may unmap now
+            }
             return fail(rc);
         }
         case Op::CreateCompChannel: {
@@ -709,12 +788,17 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 if (it == s.channels.end()) return fail(EINVAL);
                 channel = it->second;
             }
+            if (int rc = charge(s, Resource::Cqs); rc) return fail(rc);
             const auto handle = engine.create_cq(req.cqe);
-            if (!handle) return fail(handle.error());
+            if (!handle) {
+                uncharge(s, Resource::Cqs);
+                return fail(handle.error());
+            }
             auto cq = std::make_unique<HostCq>();
             const uint32_t size = round_up_power_of_two(req.cqe);
             if (int rc = cq->memory.create("rnic-cq", ring_bytes(size, sizeof(Cqe))); rc) {
                 engine.destroy_cq(*handle);
+                uncharge(s, Resource::Cqs);
                 return fail(rc);
             }
             cq->ring = init_ring(cq->memory.data(), size, sizeof(Cqe));
@@ -737,6 +821,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             if (rc == 0) {
                 s.cqs.erase(req.handle);
                 cqs.erase(req.handle);
+                uncharge(s, Resource::Cqs);
             }
             return fail(rc);
         }
@@ -745,13 +830,18 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             body_as(body, req);
             if (!owns_pd(req.pd)) return fail(EINVAL);
             const tp::SrqAttributes attr{req.max_wr, std::max<uint32_t>(req.max_sge, 1), req.srq_limit};
+            if (int rc = charge(s, Resource::Srqs); rc) return fail(rc);
             const auto handle = engine.create_srq(req.pd, attr);
-            if (!handle) return fail(handle.error());
+            if (!handle) {
+                uncharge(s, Resource::Srqs);
+                return fail(handle.error());
+            }
             auto srq = std::make_unique<HostSrq>();
             const uint32_t size = round_up_power_of_two(req.max_wr);
             const uint32_t stride = recv_stride(attr.max_sge);
             if (int rc = srq->memory.create("rnic-srq", ring_bytes(size, stride)); rc) {
                 engine.destroy_srq(*handle);
+                uncharge(s, Resource::Srqs);
                 return fail(rc);
             }
             srq->wq.ring = init_ring(srq->memory.data(), size, stride);
@@ -804,6 +894,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 s.release_doorbell(srqs.at(req.handle)->doorbell);
                 s.srqs.erase(req.handle);
                 srqs.erase(req.handle);
+                uncharge(s, Resource::Srqs);
             }
             return fail(rc);
         }
@@ -822,8 +913,12 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             init.cap = {req.cap.max_send_wr, req.cap.max_recv_wr, req.cap.max_send_sge, req.cap.max_recv_sge,
                         req.cap.max_inline_data};
             init.sq_sig_all = req.sq_sig_all != 0;
+            if (int rc = charge(s, Resource::Qps); rc) return fail(rc);
             const auto info = engine.create_qp(init);
-            if (!info) return fail(info.error());
+            if (!info) {
+                uncharge(s, Resource::Qps);
+                return fail(info.error());
+            }
             const tp::QpCap& cap = info->cap;
             auto qp = std::make_unique<HostQp>();
             const uint32_t sq_size = round_up_power_of_two(std::max<uint32_t>(cap.max_send_wr, 1));
@@ -834,6 +929,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             const size_t total = rq_offset + (req.srq ? 0 : page_round(ring_bytes(rq_size, rq_stride)));
             if (int rc = qp->memory.create("rnic-qp", total); rc) {
                 engine.destroy_qp(info->qpn);
+                uncharge(s, Resource::Qps);
                 return fail(rc);
             }
             qp->sq.ring = init_ring(qp->memory.data(), sq_size, sq_stride);
@@ -926,6 +1022,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 s.release_doorbell(qps.at(req.handle)->doorbell);
                 s.qps.erase(req.handle);
                 qps.erase(req.handle);
+                uncharge(s, Resource::Qps);
             }
             return fail(rc);
         }
@@ -935,6 +1032,11 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             if (!owns_pd(req.pd)) return fail(EINVAL);
             wire::Gid dgid;
             if (int rc = av_target(engine, req.av, dgid); rc) return fail(rc);
+            // Counted when made (after the neighbour answers); refused at once if already full.
+            if (held_by(s.uid, Resource::Ahs) >= limits_of(s.uid)[Resource::Ahs]) {
+                ++counters.user_limit_refusals;
+                return fail(EAGAIN);
+            }
             wire::MacAddr mac{};
             const Resolution r = resolver ? resolver(dgid, now_ns, mac) : Resolution::Unreachable;
             s.deferred = Deferred{h, std::vector<uint8_t>(body.begin(), body.end()), dgid, now_ns};
@@ -951,18 +1053,26 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             body_as(body, req);
             if (!s.ahs.count(req.handle)) return fail(EINVAL);
             const int rc = engine.destroy_ah(req.handle);
-            if (rc == 0) s.ahs.erase(req.handle);
+            if (rc == 0) {
+                s.ahs.erase(req.handle);
+                uncharge(s, Resource::Ahs);
+            }
             return fail(rc);
         }
         case Op::QueryPort:
             return ok(port_attr(engine, config.ethernet_mtu, config.link_speed_mbps));
         case Op::Stats: {
-            std::string json = stats_json();
+            std::string json = stats_json(s.uid);
             if (json.size() > kMaxMessage - sizeof(MessageHeader)) json = R"({"error":"statistics too large"})";
             reply(s, h, 0, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});
             return;
         }
         case Op::SetLogLevel: {
+            // The daemon's logging is the host's, not a user's: like writing a sysctl.
+            if (!administers(s)) {
+                spdlog::info("session {} (pid {}): uid {} may not set the log level: EPERM", s.id, s.pid, s.uid);
+                return fail(EPERM);
+            }
             SetLogLevelRequest req{};
             body_as(body, req);
             const std::string name(req.level, strnlen(req.level, sizeof req.level));

@@ -30,6 +30,7 @@ HostService::Impl::Impl(boost::asio::io_context& io_context, transport::Engine& 
       work_guard(io_context.get_executor()),
       nap_timer(io_context) {
     if (config.run_dir.empty()) config.run_dir = default_run_dir();
+    pinned = config.pinned_pages ? config.pinned_pages : std::make_shared<PinnedPages>();
     path = config.run_dir + "/" + config.name + ".sock";
 }
 
@@ -43,21 +44,28 @@ HostService::Impl::~Impl() {
         unlink(path.c_str());
     }
     if (wake) (void)wake->release();  // the port's, not ours to close
-    kick.reset();                     // closes kick_fd
 }
 
-void HostService::Impl::arm_kick() {
-    if (kick_armed) return;
-    kick_armed = true;
-    kick->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-        kick_armed = false;
-        if (ec) return;
-        woken = true;
-        kicked = true;
-        ++counters.kicks;
-        uint64_t v;
-        (void)!read(kick_fd, &v, sizeof v);
-    });
+void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
+    if (s->kick_armed || !s->kick || s->closed) return;
+    s->kick_armed = true;
+    s->kick->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                        [this, s](const boost::system::error_code& ec) {
+                            s->kick_armed = false;
+                            if (ec || s->closed) return;
+                            woken = true;
+                            kicked = true;
+                            ++counters.kicks;
+                            uint64_t v;
+                            (void)!read(s->kick->native_handle(), &v, sizeof v);
+                        });
+}
+
+// A session's kick wait stays armed across naps; only one consumed since the last nap needs
+// arming again.
+void HostService::Impl::arm_kicks() {
+    for (const auto& [id, s] : sessions)
+        if (!s->kick_armed) arm_kick(s);
 }
 
 // Asio's reactor registers descriptors edge-triggered, but starting a wait re-polls the
@@ -104,7 +112,7 @@ void HostService::Impl::cancel_nap() {
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = false;
-    arm_kick();
+    arm_kicks();
     if (wake_on_rx) arm_wake();
 }
 
@@ -182,14 +190,12 @@ HostService::~HostService() = default;
 
 void HostService::start() {
     Impl& m = *impl_;
-    if (int rc = m.status_memory.create("rnic-status", sizeof(abi::StatusPage)); rc)
+    if (int rc = m.status_memory.create_sealed("rnic-status", sizeof(abi::StatusPage)); rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
-    m.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (m.kick_fd < 0) throw std::runtime_error(std::string("kick eventfd: ") + std::strerror(errno));
-    m.kick.emplace(m.io, m.kick_fd);
     m.listen();
-    spdlog::info("control socket {}", m.path);
+    spdlog::info("control socket {} (mode {:04o}{})", m.path, m.config.socket_mode,
+                 m.config.socket_gid ? ", group " + std::to_string(*m.config.socket_gid) : std::string());
 }
 
 size_t HostService::poll(uint64_t now_ns) {
@@ -203,8 +209,14 @@ size_t HostService::poll(uint64_t now_ns) {
     return work;
 }
 
+// A bounded number of handlers per call. Each session's handler reads one message and waits
+// again, and a wait on a socket with more queued completes on the reactor's next round, so the
+// sessions are served in turn, one message each; but io_context::poll() would go on as long as
+// any session keeps sending, and one client pipelining requests would hold the loop here while
+// every doorbell and frame waited.
 void HostService::poll_control() {
-    impl_->io.poll();
+    for (size_t i = 0; i < kControlHandlersPerPoll && impl_->io.poll_one(); ++i) {
+    }
 }
 
 bool HostService::begin_nap() {
@@ -248,7 +260,7 @@ void HostService::shutdown(uint64_t now_ns) {
 }
 
 std::string HostService::stats_json() const {
-    return impl_->stats_json();
+    return impl_->stats_json(std::nullopt);
 }
 std::string HostService::socket_path() const {
     return impl_->path;

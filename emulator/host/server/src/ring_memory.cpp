@@ -24,9 +24,23 @@ SharedMemory& SharedMemory::operator=(SharedMemory&& o) noexcept {
 }
 
 int SharedMemory::create(const char* name, size_t bytes) {
+    return create_memfd(name, bytes, MFD_CLOEXEC);
+}
+
+int SharedMemory::create_sealed(const char* name, size_t bytes) {
+    if (int rc = create_memfd(name, bytes, MFD_CLOEXEC | MFD_ALLOW_SEALING); rc) return rc;
+    if (fcntl(fd_, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        const int e = errno;
+        reset();
+        return e;
+    }
+    return 0;
+}
+
+int SharedMemory::create_memfd(const char* name, size_t bytes, unsigned flags) {
     reset();
     const size_t size = page_round(bytes);
-    const int fd = memfd_create(name, MFD_CLOEXEC);
+    const int fd = memfd_create(name, flags);
     if (fd < 0) return errno;
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         const int e = errno;

@@ -27,6 +27,11 @@ public:
 
     // A new zeroed memfd of `bytes` (page-rounded), mapped read-write. 0 or an errno.
     int create(const char* name, size_t bytes);
+    // As create(), then sealed so that no one can write it but through this mapping: every
+    // session maps the status page, and a writable mapping would let one user's client change
+    // what every other user's reads (F_SEAL_FUTURE_WRITE: mmap with PROT_WRITE and write() fail
+    // with EPERM, whatever the descriptor's mode).
+    int create_sealed(const char* name, size_t bytes);
     // Maps `length` bytes of a client's fd (taken over: closed with this object). 0 or an errno;
     // EINVAL when the file is shorter than `length` (touching past its end would be SIGBUS).
     int map_client(int fd, size_t length);
@@ -37,6 +42,7 @@ public:
     size_t size() const noexcept { return size_; }
 
 private:
+    int create_memfd(const char* name, size_t bytes, unsigned flags);
     int fd_ = -1;
     void* addr_ = nullptr;
     size_t size_ = 0;

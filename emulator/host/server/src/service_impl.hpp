@@ -32,6 +32,8 @@ struct ServiceCounters {
     uint64_t sessions_opened = 0;
     uint64_t sessions_closed = 0;
     uint64_t sessions_refused = 0;
+    uint64_t user_limit_refusals = 0;  // EAGAIN: a uid at its cap (--user-limit)
+    uint64_t memlock_refusals = 0;     // RegMr over the process's RLIMIT_MEMLOCK (ENOMEM, EPERM)
     uint64_t control_messages = 0;
     uint64_t control_errors = 0;    // malformed messages (the session was closed)
     uint64_t deferred_replies = 0;  // waited for ARP
@@ -67,9 +69,6 @@ struct HostService::Impl {
 
     SharedMemory status_memory;
     abi::StatusPage* status = nullptr;
-    int kick_fd = -1;
-    std::optional<boost::asio::posix::stream_descriptor> kick;
-    bool kick_armed = false;
     std::optional<boost::asio::posix::stream_descriptor> wake;  // the port's fd, not owned
     bool wake_armed = false;
     uint64_t wake_generation = 0;
@@ -80,6 +79,13 @@ struct HostService::Impl {
     bool nap_done = false;
     bool woken = false;  // a control message or a kick: the loop has work
     bool kicked = false;
+
+    // What each uid holds on this device, for its caps (user_limits.cpp).
+    struct UserUsage {
+        std::array<uint32_t, kResourceCount> held{};
+    };
+    std::map<uint32_t, UserUsage> users;
+    std::shared_ptr<PinnedPages> pinned;
 
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;
@@ -139,11 +145,28 @@ struct HostService::Impl {
     void backlog_cq(HostCq& cq);
     size_t deliver_cq(HostCq& cq);
 
+    // ---- user_limits.cpp ----
+    const UserLimits& limits_of(uint32_t uid) const;
+    uint32_t held_by(uint32_t uid, Resource r) const;
+    // EAGAIN when the session's uid holds its cap of `r` already (as the rdma cgroup refuses),
+    // else counts one more.
+    int charge(const Session& s, Resource r);
+    void uncharge(const Session& s, Resource r, size_t n = 1);
+    // uid 0 and the daemon's own uid administer the device: they see every session in Stats and
+    // may set the log level.
+    bool administers(const Session& s) const { return s.uid == 0 || s.uid == daemon_uid; }
+    // Closes the sessions of `uid` whose peer already hung up (their EOF not yet read), so a
+    // program that closed a device and opens it again is not refused for the session it left.
+    void reap_hung_up(uint32_t uid, const Session& except);
+
     // ---- stats_json.cpp ----
-    std::string stats_json() const;
+    // `viewer`: the uid asking, whose view excludes other users' sessions and QPs unless it
+    // administers the device; nullopt: everything.
+    std::string stats_json(std::optional<uint32_t> viewer) const;
 
     // ---- host_service.cpp ----
-    void arm_kick();
+    void arm_kick(const std::shared_ptr<Session>& s);
+    void arm_kicks();
     void arm_wake();
     void set_wake_fd(int fd);
     bool begin_nap();

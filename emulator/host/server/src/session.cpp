@@ -59,6 +59,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.socket.close(ec);
     if (s.deferred) --deferred_sessions;
     s.deferred.reset();
+    s.kick.reset();  // closes it; an armed wait completes as aborted
 
     const size_t n_qps = s.qps.size(), n_srqs = s.srqs.size(), n_cqs = s.cqs.size(), n_ahs = s.ahs.size(),
                  n_mrs = s.mrs.size(), n_segments = s.segments.size(), n_pds = s.pds.size(),
@@ -79,7 +80,10 @@ void HostService::Impl::close_session(Session& s, const char* why) {
         cqs.erase(h);
     }
     for (const auto& [h, pd] : s.ahs) engine.destroy_ah(h);
-    for (const auto& [lkey, mr] : s.mrs) engine.dereg_mr(lkey);
+    for (const auto& [lkey, mr] : s.mrs) {
+        engine.dereg_mr(lkey);
+        pinned->release(s.process, mr.pinned_pages);
+    }
     s.mrs.clear();
     s.segments.clear();  // the last references: munmap
     for (uint32_t pd : s.pds) engine.dealloc_pd(pd);
@@ -96,6 +100,14 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.doorbell_targets.clear();
     s.free_doorbells.clear();
     s.async_memory.reset();
+    const std::pair<Resource, size_t> held[] = {{Resource::Sessions, s.hello_done ? 1 : 0},
+                                                {Resource::Pds, n_pds},
+                                                {Resource::Mrs, n_mrs},
+                                                {Resource::Cqs, n_cqs},
+                                                {Resource::Qps, n_qps},
+                                                {Resource::Srqs, n_srqs},
+                                                {Resource::Ahs, n_ahs}};
+    for (const auto& [r, n] : held) uncharge(s, r, n);
 
     ++counters.sessions_closed;
     if (s.hello_done || n_qps + n_cqs + n_pds)

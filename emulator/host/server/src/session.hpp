@@ -19,6 +19,7 @@
 #include "ring_memory.hpp"
 #include "rnic/host/abi/control.hpp"
 #include "rnic/host/abi/doorbell.hpp"
+#include "rnic/host/server/pinned_pages.hpp"
 #include "rnic/wire/gid.hpp"
 
 namespace rnic::host::server {
@@ -34,6 +35,7 @@ struct HostMr {
     uint32_t rkey = 0;
     uint32_t pd = 0;
     uint64_t length = 0;
+    uint64_t pinned_pages = 0;  // charged to the session's process (ib_umem_num_pages)
     std::vector<std::shared_ptr<Segment>> segments;
 };
 
@@ -76,9 +78,16 @@ struct Session {
     uint32_t pid = 0;
     uint32_t uid = UINT32_MAX;  // (uid_t)-1, nobody's, until SO_PEERCRED says who it is
     bool peer_known = false;    // SO_PEERCRED answered: pid and uid are the peer's
+    ProcessId process;          // pid and start time: whose RLIMIT_MEMLOCK the MRs count against
+    LockLimit accepted_lock_limit;  // read at accept: used once the process can no longer be read
     bool hello_done = false;
     bool closed = false;
     bool reading = false;
+
+    // The session's own kick eventfd (docs/host_interface.md, "Doorbells"): one shared by every
+    // session would let any client read, and so swallow, the others' kicks.
+    std::optional<Socket> kick;
+    bool kick_armed = false;
 
     int async_fd = -1;          // the client's eventfd, written after each async event
     SharedMemory async_memory;  // the async ring, then the doorbell bits

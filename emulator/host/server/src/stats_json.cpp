@@ -33,9 +33,13 @@ void add_mapped_segments(const Session& s, std::set<const Segment*>& out) {
 
 }  // namespace
 
-std::string HostService::Impl::stats_json() const {
+std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const {
     using nlohmann::json;
     json doc;
+    // A user sees their own sessions and QPs (as `rdma resource` shows an unprivileged user only
+    // their own processes' objects); the device's counters and object totals are everyone's.
+    const bool all = !viewer || *viewer == 0 || *viewer == daemon_uid;
+    auto visible = [&](uint32_t uid) { return all || uid == *viewer; };
     const tp::PortAttributes port = engine.query_port();
     json gids = json::array();
     for (size_t i = 0; i < engine.gids().size(); ++i)
@@ -63,6 +67,8 @@ std::string HostService::Impl::stats_json() const {
         {"host_sessions_opened", c.sessions_opened},
         {"host_sessions_closed", c.sessions_closed},
         {"host_sessions_refused", c.sessions_refused},
+        {"host_user_limit_refusals", c.user_limit_refusals},
+        {"host_memlock_refusals", c.memlock_refusals},
         {"host_control_messages", c.control_messages},
         {"host_control_errors", c.control_errors},
         {"host_deferred_replies", c.deferred_replies},
@@ -95,6 +101,9 @@ std::string HostService::Impl::stats_json() const {
         add_mapped_segments(*s, mapped);
         all_segments.insert(mapped.begin(), mapped.end());
         channels += s->channels.size();
+        if (!visible(s->uid)) continue;
+        uint64_t pinned_pages = 0;
+        for (const auto& [lkey, mr] : s->mrs) pinned_pages += mr.pinned_pages;
         sessions_doc.push_back({{"id", s->id},
                                 {"pid", s->pid},
                                 {"uid", s->uid},
@@ -105,9 +114,26 @@ std::string HostService::Impl::stats_json() const {
                                 {"srqs", s->srqs.size()},
                                 {"ahs", s->ahs.size()},
                                 {"channels", s->channels.size()},
-                                {"segments", mapped.size()}});
+                                {"segments", mapped.size()},
+                                {"pinned_pages", pinned_pages}});
     }
     doc["sessions"] = sessions_doc;
+    // What each uid holds against its caps ("max": none but the device's).
+    auto limit_json = [](uint32_t v) { return v == kUnlimited ? json("max") : json(v); };
+    json users_doc = json::array();
+    auto add_user = [&](uint32_t uid, const UserUsage* usage) {
+        json held = json::object(), max = json::object();
+        const UserLimits& l = limits_of(uid);
+        for (size_t i = 0; i < kResourceCount; ++i) {
+            held[std::string(kResourceNames[i])] = usage ? usage->held[i] : 0;
+            max[std::string(kResourceNames[i])] = limit_json(l.max[i]);
+        }
+        users_doc.push_back({{"uid", uid}, {"held", held}, {"max", max}});
+    };
+    for (const auto& [uid, usage] : users)
+        if (visible(uid)) add_user(uid, &usage);
+    if (!all && !users.count(*viewer)) add_user(*viewer, nullptr);
+    doc["users"] = users_doc;
     // What the device holds right now, counted by the engine itself rather than summed over the
     // sessions: an object a reclaimed session failed to free still shows here.
     doc["objects"] = {
@@ -125,7 +151,7 @@ std::string HostService::Impl::stats_json() const {
         const HostQp* qp = qps.at(qpn).get();
         tp::QpAttributes a{};
         const auto seq = engine.qp_sequence(qpn);
-        if (engine.query_qp(qpn, a) != 0 || !seq) continue;
+        if (!visible(qp->owner->uid) || engine.query_qp(qpn, a) != 0 || !seq) continue;
         json qc = json::object();
         if (const tp::QpCounters* pc = engine.qp_counters(qpn))
             for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
@@ -134,6 +160,7 @@ std::string HostService::Impl::stats_json() const {
                            {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
                            {"session", qp->owner->id},
                            {"pid", qp->owner->pid},
+                           {"uid", qp->owner->uid},
                            {"sq_psn", a.sq_psn},  // query_qp's are the live ones
                            {"sq_una_psn", seq->unacked_psn},
                            {"rq_psn", a.rq_psn},

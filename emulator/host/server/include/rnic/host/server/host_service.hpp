@@ -13,12 +13,16 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "rnic/host/abi/control.hpp"
+#include "rnic/host/server/pinned_pages.hpp"
+#include "rnic/host/server/user_limits.hpp"
 #include "rnic/transport/engine.hpp"
 #include "rnic/wire/gid.hpp"
 #include "rnic/wire/headers.hpp"
@@ -48,6 +52,18 @@ struct ServerConfig {
     uint32_t ethernet_mtu = 1500;
     uint32_t link_speed_mbps = 0;  // 0: unknown (reported as 1 Gb/s, as Linux does)
     uint32_t async_ring_entries = 256;
+    // The socket file's mode and group (none: the daemon's). Every user may open Linux's uverbs
+    // devices (the kernel creates /dev/infiniband/uverbs* 0666), so the default lets every user
+    // connect; a run directory the service creates is made 0755 so they can reach the socket.
+    uint32_t socket_mode = 0666;
+    std::optional<uint32_t> socket_gid;
+    // Per-uid caps on this device (docs/host_interface.md, "Isolation"): every uid without an
+    // entry of its own gets `user_limits_default`.
+    UserLimits user_limits_default;
+    std::map<uint32_t, UserLimits> user_limits;
+    // Registered pages per client process; share one between the services of one daemon (a
+    // process's RLIMIT_MEMLOCK covers its registrations on every device). Null: a ledger of its own.
+    std::shared_ptr<PinnedPages> pinned_pages;
 };
 
 // The run directory rnicd uses without --run-dir: $RNIC_RUN_DIR, else /run/rnic.
@@ -70,7 +86,9 @@ public:
     // known. Returns how much work it found (0: nothing changed).
     size_t poll(uint64_t now_ns);
 
-    // Runs ready control handlers without blocking.
+    // Runs ready control handlers without blocking, at most kControlHandlersPerPoll of them (one
+    // message of one session each), so a client flooding the socket cannot hold the loop.
+    static constexpr size_t kControlHandlersPerPoll = 64;
     void poll_control();
 
     // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message, the
@@ -97,6 +115,7 @@ public:
     // flush completions delivered, sessions closed and reclaimed, socket file removed.
     void shutdown(uint64_t now_ns);
 
+    // Everything (what uid 0 sees).
     std::string stats_json() const;
     std::string socket_path() const;
     size_t session_count() const;
