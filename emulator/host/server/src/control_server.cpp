@@ -664,10 +664,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             HandleRequest req{};
             body_as(body, req);
             if (!owns_pd(req.handle)) return fail(EINVAL);
-            for (const auto& [k, mr] : s.mrs)
-                if (mr.pd == req.handle) return fail(EBUSY);
-            for (const auto& [k, pd] : s.ahs)
-                if (pd == req.handle) return fail(EBUSY);
+            // EBUSY while QPs, SRQs, AHs or MRs of the PD exist: the engine counts them.
             const int rc = engine.dealloc_pd(req.handle);
             if (rc == 0) {
                 s.pds.erase(req.handle);
@@ -773,10 +770,11 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::DestroyCompChannel: {
             HandleRequest req{};
             body_as(body, req);
-            if (!s.channels.count(req.handle)) return fail(EINVAL);
-            for (uint32_t cq : s.cqs)
-                if (cqs.at(cq)->channel == req.handle) return fail(EBUSY);
-            s.channels.erase(req.handle);
+            const auto it = s.channels.find(req.handle);
+            if (it == s.channels.end()) return fail(EINVAL);
+            // Every CQ on the channel holds a reference: only the session's own is left when none does.
+            if (it->second.use_count() > 1) return fail(EBUSY);
+            s.channels.erase(it);
             return fail(0);
         }
         case Op::CreateCq: {
