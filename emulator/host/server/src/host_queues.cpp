@@ -43,13 +43,12 @@ abi::Cqe local_error(uint64_t wr_id, uint32_t qpn, uint32_t index, tp::WcOpcode 
 }
 
 // Reads the receive WQE at `slot` (RQ and SRQ share the layout) into `w` and, when its SGE count
-// fits the queue and the ring's stride, into `wr` with `wr_id` for the engine.
-// False: the WQE is malformed and must not reach the engine.
-bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, uint64_t wr_id, abi::RecvWqe& w,
-                     tp::RecvWr& wr) {
+// fits the queue and the ring's stride, into `wr` with the user's wr_id (an RQ's caller replaces
+// it with the ring index). False: the WQE is malformed and must not reach the engine.
+bool decode_recv_wqe(const uint8_t* slot, uint32_t max_sge, uint32_t stride, abi::RecvWqe& w, tp::RecvWr& wr) {
     std::memcpy(&w, slot, sizeof w);
     if (w.num_sge > max_sge || sizeof w + size_t{w.num_sge} * sizeof(abi::Sge) > stride) return false;
-    wr.wr_id = wr_id;
+    wr.wr_id = w.wr_id;
     wr.sg_list.clear();
     for (uint32_t i = 0; i < w.num_sge; ++i) {
         abi::Sge g;
@@ -146,131 +145,108 @@ void HostService::Impl::wake_queue(QueueRef ref, Waiting& waiting) {
     pending.push_back(ref);
 }
 
+namespace {
+
+// One turn's share of a work queue's new WQEs: `post(slot, index)` hands the WQE at ring index
+// `index` to the engine and returns its errno (a rejected WQE's completion or event is its
+// business); ENOMEM leaves the WQE in the ring for when the engine has room.
+enum class RingTurn : uint8_t { Done, More, Full, Corrupt };
+
+template <class Post>
+RingTurn read_ring(WorkQueue& q, ServiceCounters& counters, Post&& post) {
+    uint32_t ready = q.ring.ready(q.consumed);
+    if (ready == RingView::kCorrupt) return RingTurn::Corrupt;
+    RingTurn result = RingTurn::Done;
+    if (ready > kWqesPerQueueTurn) {
+        ready = kWqesPerQueueTurn;
+        result = RingTurn::More;
+    }
+    const uint32_t start = q.consumed;
+    for (; ready > 0; --ready) {
+        const int rc = post(static_cast<const uint8_t*>(q.ring.entry(q.consumed)), q.consumed);
+        if (rc == ENOMEM) {
+            ++counters.wqes_engine_full;
+            result = RingTurn::Full;
+            break;
+        }
+        ++(rc == 0 ? counters.wqes_posted : counters.wqes_rejected);
+        ++q.consumed;
+    }
+    if (q.consumed != start) q.ring.release(q.consumed);
+    return result;
+}
+
+HostService::Impl::Served served(RingTurn t) {
+    using Served = HostService::Impl::Served;
+    return t == RingTurn::More ? Served::More : t == RingTurn::Full ? Served::Full : Served::Done;
+}
+
+}  // namespace
+
 HostService::Impl::Served HostService::Impl::serve_send_queue(HostQp& qp) {
     WorkQueue& sq = qp.sq;
     if (!sq_open(qp.state) || !sq.ring.valid() || sq.broken) return Served::Done;
-    uint32_t ready = sq.ring.ready(sq.consumed);
-    if (ready == RingView::kCorrupt) {
-        stop_queue(qp, sq, "send");
-        return Served::Done;
-    }
-    const uint32_t start = sq.consumed;
-    Served result = Served::Done;
-    if (ready > kWqesPerQueueTurn) {
-        ready = kWqesPerQueueTurn;
-        result = Served::More;
-    }
-    for (; ready > 0; --ready) {
-        const auto* slot = static_cast<const uint8_t*>(sq.ring.entry(sq.consumed));
+    const RingTurn t = read_ring(sq, counters, [&](const uint8_t* slot, uint32_t index) {
         abi::SendWqe w;
-        tp::SendWr& wr = send_scratch;
         int rc = EINVAL;
-        if (decode_send_wqe(slot, sq, sq.consumed, w, wr)) {
+        if (decode_send_wqe(slot, sq, index, w, send_scratch)) {
             // UD: the AH handle must be the session's own.
-            rc = qp.type == tp::QpType::Ud && !qp.owner->ahs.count(w.ah) ? EINVAL : engine.post_send(qp.qpn, wr);
+            rc = qp.type == tp::QpType::Ud && !qp.owner->ahs.count(w.ah) ? EINVAL
+                                                                         : engine.post_send(qp.qpn, send_scratch);
         }
-        if (rc == ENOMEM) {  // the engine's queue is full: try again when it has room
-            ++counters.wqes_engine_full;
-            result = Served::Full;
-            break;
-        }
-        sq.wr_ids[sq.consumed & (sq.ring.size() - 1)] = w.wr_id;
+        if (rc == ENOMEM) return rc;
+        sq.wr_ids[index & (sq.ring.size() - 1)] = w.wr_id;
         if (rc != 0) {
-            ++counters.wqes_rejected;
-            const auto wc_op = tp::wc_opcode_for(static_cast<tp::WrOpcode>(w.opcode)).value_or(tp::WcOpcode::Send);
-            add_local_cqe(qp.send_cq, local_error(w.wr_id, qp.qpn, sq.consumed, wc_op));
-        } else {
-            ++counters.wqes_posted;
+            const auto op = tp::wc_opcode_for(static_cast<tp::WrOpcode>(w.opcode)).value_or(tp::WcOpcode::Send);
+            add_local_cqe(qp.send_cq, local_error(w.wr_id, qp.qpn, index, op));
         }
-        ++sq.consumed;
-    }
-    if (sq.consumed != start) sq.ring.release(sq.consumed);
-    return result;
+        return rc;
+    });
+    if (t == RingTurn::Corrupt) stop_queue(qp, sq, "send");
+    return served(t);
 }
 
 HostService::Impl::Served HostService::Impl::serve_recv_queue(HostQp& qp) {
     WorkQueue& rq = qp.rq;
     if (qp.srq != 0 || qp.state == tp::QpState::Reset || !rq.ring.valid() || rq.broken) return Served::Done;
-    uint32_t ready = rq.ring.ready(rq.consumed);
-    if (ready == RingView::kCorrupt) {
-        stop_queue(qp, rq, "receive");
-        return Served::Done;
-    }
-    const uint32_t start = rq.consumed;
-    const uint32_t stride = rq.ring.entry_size();
-    Served result = Served::Done;
-    if (ready > kWqesPerQueueTurn) {
-        ready = kWqesPerQueueTurn;
-        result = Served::More;
-    }
-    for (; ready > 0; --ready) {
-        const auto* slot = static_cast<const uint8_t*>(rq.ring.entry(rq.consumed));
+    const RingTurn t = read_ring(rq, counters, [&](const uint8_t* slot, uint32_t index) {
         abi::RecvWqe w;
-        const int rc = decode_recv_wqe(slot, rq.max_sge, stride, rq.consumed, w, recv_scratch)
-                           ? engine.post_recv(qp.qpn, recv_scratch)
-                           : EINVAL;
-        if (rc == ENOMEM) {
-            ++counters.wqes_engine_full;
-            result = Served::Full;
-            break;
+        int rc = EINVAL;
+        if (decode_recv_wqe(slot, rq.max_sge, rq.ring.entry_size(), w, recv_scratch)) {
+            recv_scratch.wr_id = index;  // the engine completes ring indices; the user's wr_id stays here
+            rc = engine.post_recv(qp.qpn, recv_scratch);
         }
-        rq.wr_ids[rq.consumed & (rq.ring.size() - 1)] = w.wr_id;
-        if (rc != 0) {
-            ++counters.wqes_rejected;
-            add_local_cqe(qp.recv_cq, local_error(w.wr_id, qp.qpn, rq.consumed, tp::WcOpcode::Recv));
-        } else {
-            ++counters.wqes_posted;
-        }
-        ++rq.consumed;
-    }
-    if (rq.consumed != start) rq.ring.release(rq.consumed);
-    return result;
+        if (rc == ENOMEM) return rc;
+        rq.wr_ids[index & (rq.ring.size() - 1)] = w.wr_id;
+        if (rc != 0) add_local_cqe(qp.recv_cq, local_error(w.wr_id, qp.qpn, index, tp::WcOpcode::Recv));
+        return rc;
+    });
+    if (t == RingTurn::Corrupt) stop_queue(qp, rq, "receive");
+    return served(t);
 }
 
 HostService::Impl::Served HostService::Impl::serve_srq(HostSrq& srq) {
     WorkQueue& q = srq.wq;
     if (!q.ring.valid() || q.broken) return Served::Done;
-    uint32_t ready = q.ring.ready(q.consumed);
-    if (ready == RingView::kCorrupt) {
+    const RingTurn t = read_ring(q, counters, [&](const uint8_t* slot, uint32_t) {
+        // SRQ slots are reused as soon as they are consumed while the engine may hold the WQE for
+        // long: the engine keeps the user's wr_id itself (nothing retires SRQ slots by index).
+        abi::RecvWqe w;
+        const int rc = decode_recv_wqe(slot, q.max_sge, q.ring.entry_size(), w, recv_scratch)
+                           ? engine.post_srq_recv(srq.handle, recv_scratch)
+                           : EINVAL;
+        // No CQ to complete a rejected WQE on: it is dropped and the owner told.
+        if (rc != 0 && rc != ENOMEM) push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
+        return rc;
+    });
+    if (t == RingTurn::Corrupt) {
         q.broken = true;
         q.ring.header().error.store(1, std::memory_order_release);
         ++counters.corrupt_rings;
         spdlog::warn("SRQ {} (session {}): corrupt ring; no longer read", srq.handle, srq.owner->id);
         push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
-        return Served::Done;
     }
-    const uint32_t start = q.consumed;
-    const uint32_t stride = q.ring.entry_size();
-    Served result = Served::Done;
-    if (ready > kWqesPerQueueTurn) {
-        ready = kWqesPerQueueTurn;
-        result = Served::More;
-    }
-    for (; ready > 0; --ready) {
-        const auto* slot = static_cast<const uint8_t*>(q.ring.entry(q.consumed));
-        abi::RecvWqe w;
-        // SRQ slots are reused as soon as they are consumed while the engine may hold the WQE for
-        // long: the engine keeps the user's wr_id itself (nothing retires SRQ slots by index).
-        std::memcpy(&w, slot, sizeof w);
-        const int rc = decode_recv_wqe(slot, q.max_sge, stride, w.wr_id, w, recv_scratch)
-                           ? engine.post_srq_recv(srq.handle, recv_scratch)
-                           : EINVAL;
-        if (rc == ENOMEM) {
-            ++counters.wqes_engine_full;
-            result = Served::Full;
-            break;
-        }
-        if (rc != 0) {
-            // No CQ to complete it on: the WQE is dropped and the owner told.
-            ++counters.wqes_rejected;
-            push_async(*srq.owner, static_cast<uint32_t>(tp::EventType::SrqErr), srq.handle);
-        } else {
-            ++counters.wqes_posted;
-        }
-        ++q.consumed;
-    }
-    if (q.consumed != start) q.ring.release(q.consumed);
-    return result;
+    return served(t);
 }
 
 void HostService::Impl::add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe) {
