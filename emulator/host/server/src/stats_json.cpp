@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "rnic/memory/memory_table.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -57,6 +58,11 @@ std::string HostService::Impl::stats_json() const {
     json counters_doc = json::object();
     for (const auto& [name, v] : engine.device_counters().list()) counters_doc[std::string(name)] = v;
     for (const auto& [name, v] : engine.total_qp_counters().list()) counters_doc[std::string(name)] = v;
+    // Why keys and accesses were refused, by kind; *_access_fault are accesses to pages a client
+    // took away (its file shrunk under the daemon's mapping).
+    for (const auto& [name, v] : engine.memory().counters())
+        if (name.starts_with("local_access_") || name.starts_with("remote_access_"))
+            counters_doc[std::string(name)] = v;
     const ServiceCounters& c = counters;
     const std::pair<const char*, uint64_t> own[] = {
         {"host_sessions_opened", c.sessions_opened},

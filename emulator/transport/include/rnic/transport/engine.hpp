@@ -164,6 +164,8 @@ public:
     size_t srq_count() const noexcept { return srqs_.size(); }
     size_t ah_count() const noexcept { return ahs_.size(); }
     size_t mr_count() const noexcept;
+    // The protection unit, for its access-error counters (Stats).
+    const mem::MemoryTable& memory() const noexcept { return *memory_.get(); }
 
 private:
     friend class Requester;
