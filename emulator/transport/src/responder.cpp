@@ -434,7 +434,11 @@ size_t Responder::emit(QueuePair& qp, FrameSink& sink, size_t budget) {
     while (sent < budget && !qp.responses.empty()) {
         ResponseJob& job = qp.responses.front();
         if (job.kind == ResponseJob::Kind::ReadResponse) {
-            if (!emit_read_response(qp, job, sink)) break;
+            if (!emit_read_response(qp, job, sink)) {
+                // Became a NAK (its memory failed): send it now, not when a retry wakes this QP.
+                if (job.kind != ResponseJob::Kind::ReadResponse) continue;
+                break;
+            }
             ++sent;
             if (job.length == 0 && job.first_sent) qp.responses.pop_front();
             continue;
