@@ -168,8 +168,8 @@ Reply Rig::hello(RawClient& c) {
     return r;
 }
 
-SharedBuffer::SharedBuffer(size_t bytes) : size(bytes) {
-    fd = memfd_create("test-buffer", MFD_CLOEXEC);
+SharedBuffer::SharedBuffer(size_t bytes, bool sealable) : size(bytes) {
+    fd = memfd_create("test-buffer", MFD_CLOEXEC | (sealable ? MFD_ALLOW_SEALING : 0u));
     REQUIRE(ftruncate(fd, static_cast<off_t>(bytes)) == 0);
     data = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(data != MAP_FAILED);

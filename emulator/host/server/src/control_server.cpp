@@ -626,6 +626,9 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             }
             auto seg = std::make_shared<Segment>();
             if (int rc = seg->memory.map_client(fd, req.length); rc) return fail(rc);
+            if (!seg->memory.sealed())
+                spdlog::debug("session {}: segment {} cannot be sealed against shrinking; accesses to it are guarded",
+                              s.id, req.segment_id);
             s.segments.emplace(req.segment_id, std::move(seg));
             return fail(0);
         }

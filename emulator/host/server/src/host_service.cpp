@@ -179,7 +179,10 @@ HostService::~HostService() = default;
 
 void HostService::start() {
     Impl& m = *impl_;
-    if (int rc = m.status_memory.create("rnic-status", sizeof(abi::StatusPage)); rc)
+    // Read-only for clients: `sleeping` is the daemon's half of the doorbell protocol, and a
+    // client clearing it would stop every other client's kicks.
+    if (int rc = m.status_memory.create("rnic-status", sizeof(abi::StatusPage), SharedMemory::ClientAccess::ReadOnly);
+        rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
     m.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -23,7 +23,9 @@
 namespace rnic::host::server {
 
 // A client memfd mapped once; MRs hold it, so ReleaseSegment (or the session ending) unmaps it
-// only after the last MR over it is gone.
+// only after the last MR over it is gone. memory.sealed(): the file cannot shrink under the
+// mapping; an unsealed one can, and only the engine's fault guard stands between a client's
+// ftruncate and a SIGBUS in the daemon (Stats counts them per session: segments_unsealed).
 struct Segment {
     SharedMemory memory;
 };

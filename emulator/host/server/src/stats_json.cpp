@@ -1,6 +1,7 @@
 // The Stats op's reply: one JSON document rnicctl prints (schema in docs/host_interface.md).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -100,6 +101,8 @@ std::string HostService::Impl::stats_json() const {
         add_mapped_segments(*s, mapped);
         all_segments.insert(mapped.begin(), mapped.end());
         channels += s->channels.size();
+        const auto unsealed =
+            std::count_if(mapped.begin(), mapped.end(), [](const Segment* seg) { return !seg->memory.sealed(); });
         sessions_doc.push_back({{"id", s->id},
                                 {"pid", s->pid},
                                 {"uid", s->uid},
@@ -110,7 +113,8 @@ std::string HostService::Impl::stats_json() const {
                                 {"srqs", s->srqs.size()},
                                 {"ahs", s->ahs.size()},
                                 {"channels", s->channels.size()},
-                                {"segments", mapped.size()}});
+                                {"segments", mapped.size()},
+                                {"segments_unsealed", unsealed}});
     }
     doc["sessions"] = sessions_doc;
     // What the device holds right now, counted by the engine itself rather than summed over the
