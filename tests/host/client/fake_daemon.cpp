@@ -1,6 +1,5 @@
 #include "fake_daemon.hpp"
 
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,6 +29,19 @@ SharedRing make_memory(size_t bytes) {
     return r;
 }
 
+// Like rnicd's notification sockets: the daemon's end and the client's.
+std::pair<int, int> socket_pair() {
+    int p[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) != 0)
+        throw std::runtime_error("socketpair");
+    return {p[0], p[1]};
+}
+
+void send_byte(int fd) {
+    const char byte = 1;
+    (void)!send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 void init_header(void* base, uint32_t entries, uint32_t entry_size) {
     auto* h = static_cast<abi::RingHeader*>(base);
     h->size = entries;
@@ -48,7 +60,6 @@ SharedRing make_ring(uint32_t entries, uint32_t entry_size, size_t bytes) {
 FakeDaemon::FakeDaemon(int fd, std::string stats) : stats_json(std::move(stats)), fd_(fd) {
     status = make_memory(sizeof(abi::StatusPage));
     async_ring = make_ring(256, sizeof(abi::AsyncEventEntry));
-    kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -73,8 +84,8 @@ FakeDaemon::~FakeDaemon() {
     for (auto& [k, f] : channel_fds) close(f);
     drop(status);
     drop(async_ring);
-    if (client_async_fd >= 0) close(client_async_fd);
-    close(kick_fd);
+    if (async_notify_fd >= 0) close(async_notify_fd);
+    if (kick_fd >= 0) close(kick_fd);
 }
 
 void FakeDaemon::run() {
@@ -156,7 +167,6 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
     };
     switch (op) {
         case abi::Op::Hello: {
-            client_async_fd = take();
             abi::HelloReply r{};
             std::strcpy(r.device_name, "rnic0");
             r.device.max_qp_wr = 1024;
@@ -173,7 +183,14 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             r.async_ring_size = 256;
             r.status_page_size = static_cast<uint32_t>(status.bytes);
             r.session_id = 7;
-            return reply(h, 0, &r, sizeof r, {status.fd, kick_fd, async_ring.fd});
+            const auto [kick_daemon, kick_client] = socket_pair();
+            const auto [async_daemon, async_client] = socket_pair();
+            kick_fd = kick_daemon;
+            async_notify_fd = async_daemon;
+            reply(h, 0, &r, sizeof r, {status.fd, kick_client, async_ring.fd, async_client, async_daemon});
+            close(kick_client);
+            close(async_client);
+            return;
         }
         case abi::Op::AllocPd:
         case abi::Op::CreateAh: {
@@ -182,8 +199,11 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
         }
         case abi::Op::CreateCompChannel: {
             const abi::HandleReply r{next_handle_++, 0};
-            channel_fds[r.handle] = take();
-            return reply(h, 0, &r, sizeof r);
+            const auto [daemon_end, client_end] = socket_pair();
+            channel_fds[r.handle] = daemon_end;
+            reply(h, 0, &r, sizeof r, {client_end, daemon_end});
+            close(client_end);
+            return;
         }
         case abi::Op::ShareSegment: {
             abi::ShareSegmentRequest r{};
@@ -317,10 +337,7 @@ void FakeDaemon::raise_cq_event(uint32_t cq) {
     auto* h = static_cast<abi::RingHeader*>(cqs.at(cq).base);
     h->arm.store(0);
     h->events.fetch_add(1);
-    for (auto& [handle, fd] : channel_fds) {
-        const uint64_t one = 1;
-        (void)!write(fd, &one, sizeof one);
-    }
+    for (auto& [handle, fd] : channel_fds) send_byte(fd);
 }
 
 void FakeDaemon::push_async_event(uint32_t type, uint32_t object) {
@@ -331,8 +348,14 @@ void FakeDaemon::push_async_event(uint32_t type, uint32_t object) {
     const abi::AsyncEventEntry e{type, object};
     std::memcpy(view.entry(p), &e, sizeof e);
     view.publish(p + 1);
-    const uint64_t one = 1;
-    (void)!write(client_async_fd, &one, sizeof one);
+    send_byte(async_notify_fd);
+}
+
+long FakeDaemon::take_kicks() {
+    char buf[64];
+    long total = 0;
+    for (ssize_t n; (n = recv(kick_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0;) total += n;
+    return total;
 }
 
 }  // namespace rnic::test

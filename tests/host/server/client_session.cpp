@@ -1,6 +1,6 @@
 #include "client_session.hpp"
 
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -23,13 +23,13 @@ std::vector<abi::Cqe> ClientCq::poll() {
 }
 
 ClientSession::ClientSession(Rig& r) : rig(r), c(r.host->socket_path()) {
-    async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    abi::HelloRequest hello{static_cast<uint32_t>(getpid()), 0};
-    Reply h = rig.call(c, Op::Hello, hello, {async_fd});
+    Reply h = rig.hello(c);
     REQUIRE(h.header.status == 0);
-    REQUIRE(h.fds.size() == 3);
+    REQUIRE(h.fds.size() == 5);
     status_fd = h.take_fd(0);
     kick_fd = h.take_fd(1);
+    async_fd = h.take_fd(3);
+    async_wake_fd = h.take_fd(4);
     async_size = h.as<abi::HelloReply>().async_ring_size;
     async_ring = std::make_unique<Mapping>(h.fds[2], abi::ring_bytes(async_size, sizeof(abi::AsyncEventEntry)));
     Reply p = rig.call(c, Op::AllocPd, nullptr, 0);
@@ -37,9 +37,11 @@ ClientSession::ClientSession(Rig& r) : rig(r), c(r.host->socket_path()) {
     const MrKeys keys = register_file(buf.fd, buf.size, 7, buf.data);
     lkey = keys.lkey;
     rkey = keys.rkey;
-    channel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    Reply ch = rig.call(c, Op::CreateCompChannel, nullptr, 0, {channel_fd});
+    Reply ch = rig.call(c, Op::CreateCompChannel, nullptr, 0);
     REQUIRE(ch.header.status == 0);
+    REQUIRE(ch.fds.size() == 2);
+    channel_fd = ch.take_fd(0);
+    channel_wake_fd = ch.take_fd(1);
     Reply cqr = rig.call(c, Op::CreateCq, abi::CreateCqRequest{32, ch.as<abi::HandleReply>().handle, 0, 0});
     REQUIRE(cqr.header.status == 0);
     const auto cr = cqr.as<abi::CreateCqReply>();
@@ -50,7 +52,7 @@ ClientSession::ClientSession(Rig& r) : rig(r), c(r.host->socket_path()) {
 }
 
 ClientSession::~ClientSession() {
-    for (int fd : {channel_fd, async_fd, status_fd, kick_fd})
+    for (int fd : {channel_fd, channel_wake_fd, async_fd, async_wake_fd, status_fd, kick_fd})
         if (fd >= 0) close(fd);
 }
 
@@ -173,6 +175,13 @@ std::vector<abi::Cqe> ClientSession::wait_cqes(size_t n, int max_turns) {
         for (const auto& e : cq.poll()) all.push_back(e);
     }
     return all;
+}
+
+long ClientSession::drain(int fd) {
+    char buf[256];
+    long total = 0;
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0;) total += n;
+    return total;
 }
 
 std::vector<abi::AsyncEventEntry> ClientSession::async_events(uint32_t& consumed) {

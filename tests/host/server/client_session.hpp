@@ -39,8 +39,10 @@ struct ClientSession {
     uint32_t pd = 0;
     SharedBuffer buf{4 * 4096};
     uint32_t lkey = 0, rkey = 0;
-    int channel_fd = -1;
-    int async_fd = -1;
+    // The descriptors the daemon handed out: the channel's and the async events' sockets (a byte
+    // per event) with their peers, the status page memfd and the session's kick socket.
+    int channel_fd = -1, channel_wake_fd = -1;
+    int async_fd = -1, async_wake_fd = -1;
     int status_fd = -1;
     int kick_fd = -1;
     std::unique_ptr<Mapping> async_ring;
@@ -71,6 +73,8 @@ struct ClientSession {
     void post(ClientQp& qp, const abi::SendWqe& wqe, const abi::Sge& sge);
 
     std::vector<abi::Cqe> wait_cqes(size_t n, int max_turns = 500);
+    // Bytes queued on a notification socket, read without blocking.
+    static long drain(int fd);
     std::vector<abi::AsyncEventEntry> async_events(uint32_t& consumed);
 };
 

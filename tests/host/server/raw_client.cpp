@@ -1,6 +1,5 @@
 #include "raw_client.hpp"
 
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -161,11 +160,8 @@ Reply Rig::call(RawClient& c, abi::Op op, const void* body, size_t length, const
 }
 
 Reply Rig::hello(RawClient& c) {
-    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
-    Reply r = call(c, abi::Op::Hello, req, {efd});
-    close(efd);
-    return r;
+    return call(c, abi::Op::Hello, req);
 }
 
 SharedBuffer::SharedBuffer(size_t bytes, bool sealable) : size(bytes) {

@@ -1,5 +1,6 @@
 // rnicd's loop (PollLoop) over FakePort and the real host service: when it naps, what ends a
 // nap, and that a frame is never left waiting for the nap's cap.
+#include <sys/socket.h>
 #include <time.h>
 
 #include <atomic>
@@ -82,12 +83,12 @@ TEST_CASE("poll loop: a kick or a control message ends a nap") {
     daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
     RawClient c(rig.host->socket_path());
     Reply hello = rig.hello(c);
-    REQUIRE(hello.fds.size() == 3);
+    REQUIRE(hello.fds.size() == 5);
     const int kick = hello.fds[1];
 
     auto client = when_asleep(rig, [kick] {
-        const uint64_t one = 1;
-        REQUIRE(write(kick, &one, sizeof one) == sizeof one);
+        const char one = 1;
+        REQUIRE(send(kick, &one, 1, MSG_DONTWAIT) == 1);
     });
     loop.turn();
     client.join();

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "notify_socket.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -86,7 +87,7 @@ bool known_op(uint16_t op) {
 }
 
 uint32_t fds_wanted(Op op) {
-    return op == Op::Hello || op == Op::ShareSegment || op == Op::CreateCompChannel ? 1 : 0;
+    return op == Op::ShareSegment ? 1 : 0;
 }
 
 // Linux resolves a RoCE path like an IP route and replaces the application's hop limit with the
@@ -254,15 +255,6 @@ void close_fds(std::vector<int>& fds) {
     for (int& fd : fds)
         if (fd >= 0) close(fd);
     fds.clear();
-}
-
-// The daemon writes these from its poll loop: anything but an eventfd could block it (a full
-// pipe) or kill it (SIGPIPE), so nothing else is accepted.
-bool is_eventfd(int fd) {
-    char link[64];
-    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
-    const ssize_t n = readlink(proc.c_str(), link, sizeof link - 1);
-    return n > 0 && std::string_view(link, static_cast<size_t>(n)) == "anon_inode:[eventfd]";
 }
 
 int take_fd(std::vector<int>& fds) {
@@ -433,7 +425,10 @@ void HostService::Impl::on_readable(const std::shared_ptr<Session>& s) {
     }
     dispatch(*s, h, body, fds);
     close_fds(fds);
-    if (!s->closed) read_next(s);
+    if (!s->closed) {
+        read_next(s);
+        arm_kick(s);  // from Hello on
+    }
 }
 
 bool HostService::Impl::reply(Session& s, const MessageHeader& request, int result, std::span<const uint8_t> body,
@@ -554,14 +549,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::Hello: {
             HelloRequest req{};
             body_as(body, req);
-            const int async_fd = take_fd(fds);
-            if (!is_eventfd(async_fd)) {
-                close(async_fd);
-                reject(s, h, EINVAL, "async descriptor is not an eventfd");
-                return;
-            }
             if (!s.peer_known || (s.uid != 0 && s.uid != daemon_uid)) {
-                close(async_fd);
                 ++counters.sessions_refused;
                 if (s.peer_known)
                     spdlog::warn("session {}: uid {} (pid {}) refused", s.id, s.uid, s.pid);
@@ -572,12 +560,20 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 return;
             }
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
-            if (int rc = s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry))); rc) {
-                close(async_fd);
+            if (int rc = s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry))); rc)
+                return fail(rc);
+            // The daemon makes the session's notification sockets itself (notify_socket.hpp):
+            // it then writes and reads only descriptors whose flags no client can change.
+            NotifyPair kick_pair, async_pair;
+            if (int rc = make_notify_pair(kick_pair); rc) return fail(rc);
+            if (int rc = make_notify_pair(async_pair); rc) {
+                close(kick_pair.daemon);
+                close(kick_pair.client);
                 return fail(rc);
             }
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
-            s.async_fd = async_fd;
+            s.async_fd = async_pair.daemon;
+            s.kick.emplace(io, kick_pair.daemon);
             s.hello_done = true;
             auto out = std::make_unique<HelloReply>();
             std::memset(out.get(), 0, sizeof *out);
@@ -594,9 +590,13 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out->async_ring_size = entries;
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
-            const int out_fds[3] = {status_memory.fd(), kick_fd, s.async_memory.fd()};
+            const int out_fds[5] = {status_memory.fd(), kick_pair.client, s.async_memory.fd(), async_pair.client,
+                                    async_pair.daemon};
             spdlog::info("session {}: hello from pid {} uid {} (client pid {})", s.id, s.pid, s.uid, req.pid);
-            return ok(*out, out_fds);
+            ok(*out, out_fds);
+            close(kick_pair.client);
+            close(async_pair.client);
+            return;
         }
         case Op::AllocPd: {
             const auto pd = engine.alloc_pd();
@@ -685,10 +685,14 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             return fail(rc);
         }
         case Op::CreateCompChannel: {
-            if (!is_eventfd(fds.front())) return fail(EINVAL);
+            NotifyPair pair;
+            if (int rc = make_notify_pair(pair); rc) return fail(rc);
             const uint32_t handle = s.next_channel++;
-            s.channels.emplace(handle, std::make_shared<Channel>(take_fd(fds)));
-            return ok(HandleReply{handle, 0});
+            s.channels.emplace(handle, std::make_shared<Channel>(pair.daemon));
+            const int out_fds[2] = {pair.client, pair.daemon};
+            ok(HandleReply{handle, 0}, out_fds);
+            close(pair.client);
+            return;
         }
         case Op::DestroyCompChannel: {
             HandleRequest req{};

@@ -1,7 +1,6 @@
-// HostService's glue: set-up (status page, kick eventfd, socket), the per-turn call, sleeping
-// inside Asio without losing a doorbell, and shutdown.
+// HostService's glue: set-up (status page, socket), the per-turn call, the sessions' kick
+// sockets, sleeping inside Asio without losing a doorbell, and shutdown.
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "notify_socket.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -43,20 +43,32 @@ HostService::Impl::~Impl() {
         unlink(path.c_str());
     }
     if (wake) (void)wake->release();  // the port's, not ours to close
-    kick.reset();  // closes kick_fd
 }
 
-void HostService::Impl::arm_kick() {
-    if (kick_armed) return;
-    kick_armed = true;
-    kick->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-        kick_armed = false;
-        if (ec) return;
-        woken = true;
-        kicked = true;
-        ++counters.kicks;
-        uint64_t v;
-        (void)!read(kick_fd, &v, sizeof v);
+// Each session kicks on its own socket, so no client can take another's kick (one shared
+// eventfd, which any client could read, let one client make the daemon sleep through the
+// others' doorbells until the nap cap). The wait is armed again by its handler: it stays armed
+// across naps, so a kick sent while the daemon is awake is drained by the next poll_control and
+// costs no wake-up.
+void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
+    if (s->closed || !s->kick || s->kick_armed) return;
+    s->kick_armed = true;
+    s->kick->async_wait(Session::Socket::wait_read, [this, s](const boost::system::error_code& ec) {
+        s->kick_armed = false;
+        if (ec || s->closed || !s->kick) return;
+        const long bytes = drain(s->kick->native_handle());
+        if (bytes > 0) {
+            woken = true;
+            kicked = true;
+            ++counters.kicks;
+        }
+        if (bytes < 0) {
+            // The client closed its end: it cannot kick any more (its own doorbells then wait
+            // for the nap cap), and an end-of-file would keep the wait firing.
+            s->kick.reset();
+            return;
+        }
+        arm_kick(s);
     });
 }
 
@@ -102,7 +114,6 @@ void HostService::Impl::cancel_nap() { status->sleeping.store(0, std::memory_ord
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = false;
-    arm_kick();
     if (wake_on_rx) arm_wake();
 }
 
@@ -127,8 +138,8 @@ void HostService::Impl::arm_nap_timer(uint64_t max_ns) {
 
 NapEnd HostService::Impl::end_nap() {
     status->sleeping.store(0, std::memory_order_relaxed);
-    // A kick that races our waking is not read here: the armed kick wait reads it (a spurious
-    // wake at worst), which keeps a syscall off every wake-up.
+    // A kick that races our waking is not read here: the session's armed kick wait reads it (a
+    // spurious wake at worst), which keeps a syscall off every wake-up.
     if (kicked) return NapEnd::Kick;
     if (wake_fired) return NapEnd::Wake;
     if (woken) return NapEnd::Control;
@@ -185,9 +196,6 @@ void HostService::start() {
         rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
-    m.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (m.kick_fd < 0) throw std::runtime_error(std::string("kick eventfd: ") + std::strerror(errno));
-    m.kick.emplace(m.io, m.kick_fd);
     m.listen();
     spdlog::info("control socket {}", m.path);
 }

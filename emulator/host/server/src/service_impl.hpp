@@ -65,9 +65,6 @@ struct HostService::Impl {
 
     SharedMemory status_memory;
     abi::StatusPage* status = nullptr;
-    int kick_fd = -1;
-    std::optional<boost::asio::posix::stream_descriptor> kick;
-    bool kick_armed = false;
     std::optional<boost::asio::posix::stream_descriptor> wake;  // the port's fd, not owned
     bool wake_armed = false;
     uint64_t wake_generation = 0;
@@ -77,7 +74,7 @@ struct HostService::Impl {
     bool nap_timer_armed = false;
     bool nap_done = false;
     bool woken = false;   // a control message or a kick: the loop has work
-    bool kicked = false;
+    bool kicked = false;  // some session's kick socket was readable
 
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;
@@ -125,7 +122,7 @@ struct HostService::Impl {
     std::string stats_json() const;
 
     // ---- host_service.cpp ----
-    void arm_kick();
+    void arm_kick(const std::shared_ptr<Session>& s);
     void arm_wake();
     void set_wake_fd(int fd);
     bool begin_nap();

@@ -6,12 +6,17 @@
 
 #include <cstring>
 
+#include "notify_socket.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
 
 Channel::~Channel() {
     if (fd >= 0) close(fd);
+}
+
+void Channel::notify() const noexcept {
+    server::notify(fd);
 }
 
 void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
@@ -25,8 +30,7 @@ void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
     std::memcpy(s.async_ring.entry(s.async_produced), &e, sizeof e);
     s.async_ring.publish(++s.async_produced);
     ++counters.async_events;
-    const uint64_t one = 1;
-    if (s.async_fd >= 0) (void)!write(s.async_fd, &one, sizeof one);
+    if (s.async_fd >= 0) notify(s.async_fd);
 }
 
 void HostService::Impl::close_session(Session& s, const char* why) {
@@ -34,6 +38,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.closed = true;
     boost::system::error_code ec;
     s.socket.close(ec);
+    s.kick.reset();  // cancels its wait
     s.deferred.reset();
 
     const size_t n_qps = s.qps.size(), n_srqs = s.srqs.size(), n_cqs = s.cqs.size(), n_ahs = s.ahs.size(),

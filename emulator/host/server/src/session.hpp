@@ -38,11 +38,13 @@ struct HostMr {
     std::vector<std::shared_ptr<Segment>> segments;
 };
 
+// A completion channel: the daemon's end of its notification socket (notify_socket.hpp).
 struct Channel {
     explicit Channel(int f) : fd(f) {}
     ~Channel();
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
+    void notify() const noexcept;
     int fd;
 };
 
@@ -71,7 +73,11 @@ struct Session {
     bool closed = false;
     bool reading = false;
 
-    int async_fd = -1;  // the client's eventfd, written after each async event
+    int async_fd = -1;  // the daemon's end of the async notification socket, a byte per event
+    // The daemon's end of the session's kick socket (the client writes the other end when it
+    // rings a doorbell of a sleeping daemon); reset once the client closed its end.
+    std::optional<Socket> kick;
+    bool kick_armed = false;
     SharedMemory async_memory;
     abi::RingView async_ring;
     uint32_t async_produced = 0;
