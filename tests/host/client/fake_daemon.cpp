@@ -1,5 +1,6 @@
 #include "fake_daemon.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,7 +33,7 @@ SharedRing make_memory(size_t bytes) {
 // Like rnicd's notification sockets: the daemon's end and the client's.
 std::pair<int, int> socket_pair() {
     int p[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) != 0)
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) != 0)
         throw std::runtime_error("socketpair");
     return {p[0], p[1]};
 }

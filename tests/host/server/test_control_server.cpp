@@ -2,6 +2,7 @@
 // disconnect, Stats and SetLogLevel, and the socket file's life.
 #include <dlfcn.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -108,6 +109,11 @@ TEST_CASE("Hello returns the device, the status page, the kick socket and the as
         REQUIRE(getsockopt(r.fds[i], SOL_SOCKET, SO_TYPE, &type, &len) == 0);
         CHECK(type == SOCK_STREAM);
     }
+    // The client's ends block (an application that polls them blocks in ibv_get_*_event unless
+    // it set O_NONBLOCK itself); the daemon's end does not.
+    CHECK((fcntl(r.fds[1], F_GETFL) & O_NONBLOCK) == 0);
+    CHECK((fcntl(r.fds[3], F_GETFL) & O_NONBLOCK) == 0);
+    CHECK((fcntl(r.fds[4], F_GETFL) & O_NONBLOCK) != 0);
     const char byte = 1;
     REQUIRE(send(r.fds[4], &byte, 1, MSG_DONTWAIT) == 1);
     char got = 0;

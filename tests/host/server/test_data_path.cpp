@@ -1,6 +1,7 @@
 // The data path through the rings: WQEs in, CQEs out over the datapath's loopback, completion
 // channels, corrupt rings, address resolution that waits for ARP, the sleeping protocol and
 // shutdown.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this d
     CHECK(s.cq.ring.header().arm.load() == abi::kArmNone);
     CHECK(s.cq.ring.header().events.load() == 1);
     CHECK(ClientSession::drain(s.channel_fd) == 1);
+    CHECK((fcntl(s.channel_fd, F_GETFL) & O_NONBLOCK) == 0);  // blocking, until the application says
 
     // An unsignaled WRITE then a signaled one: one CQE, at the second WQE's index.
     std::memcpy(s.buf.data + 100, "written", 7);

@@ -1,5 +1,6 @@
 #include "notify_socket.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,8 +11,16 @@ namespace rnic::host::server {
 int make_notify_pair(NotifyPair& out) noexcept {
     int fds[2];
     // Stream, not datagram: a connected stream socket cannot be connect()ed elsewhere, so the
-    // daemon's bytes always land where it made them go.
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) return errno;
+    // daemon's bytes always land where it made them go. No SOCK_NONBLOCK, which would mark both
+    // ends: the client's end must block like any fd the application did not make non-blocking
+    // itself (ibv_get_cq_event blocks unless it did).
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return errno;
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+        const int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return e;
+    }
     out.daemon = fds[0];
     out.client = fds[1];
     return 0;

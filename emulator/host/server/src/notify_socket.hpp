@@ -8,19 +8,20 @@
 // fill the counter to 0xfffffffffffffffe (the daemon's write then blocks for ever) or drain it
 // (the daemon's read blocks for ever, or another session's kick is eaten). send and recv with
 // MSG_DONTWAIT never wait on the client, whatever the description's flags or socket options:
-// a unix stream sendmsg sleeps only for send-buffer space, and not with MSG_DONTWAIT (EAGAIN);
-// recv likewise for data. (Linux 6.1's sendmsg may also wait for a garbage collection of
-// in-flight descriptors already running, bounded work every AF_UNIX send pays, the daemon's
-// control replies included.) The daemon keeps its end; the client gets its own end and, for the
-// daemon's notifications, the daemon's end as well, so it can make its own end readable again
-// (docs/host_interface.md, "Completion and async notifications").
+// a unix stream sendmsg sleeps only for send-buffer space, and not with MSG_DONTWAIT (EAGAIN),
+// and takes no lock a reader holds; recv likewise waits only for data. (Before Linux 6.8 every
+// AF_UNIX send also waits for a running garbage collection of in-flight descriptors: a slowdown
+// a client can cause, bounded, which the control replies always paid.) The daemon keeps its
+// end; the client gets its own end and, for the daemon's notifications, the daemon's end as
+// well, so it can make its own end readable again (docs/host_interface.md, "Notification
+// sockets").
 #pragma once
 
 namespace rnic::host::server {
 
 struct NotifyPair {
     int daemon = -1;  // O_NONBLOCK, close-on-exec; the daemon's end
-    int client = -1;  // sent to the client, then closed here
+    int client = -1;  // blocking (the application's choice to change); sent, then closed here
 };
 
 // 0 or an errno.
