@@ -17,10 +17,10 @@ class Sess:
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); self.s.connect(path); self.seq = 0
         self.s.settimeout(10)
-        # Reply fds: status page, kick socket, async ring, async event socket and its peer.
+        # Reply fds: status page, kick eventfd, async ring, async event socket and its peer.
         st, body, fds = self.call(1, struct.pack("<II", os.getpid(), 0)); assert st == 0 and len(fds) == 5
-        self.status = mmap.mmap(fds[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ)
-        self.kick = socket.socket(fileno=fds[1]); self.async_events = fds[3:5]
+        self.status = mmap.mmap(fds[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ); self.kick = fds[1]
+        self.async_events = fds[3:5]
         self.gid_count = struct.unpack_from("<H", body, 266)[0]
         self.gids = [body[268 + 16 * i:284 + 16 * i] for i in range(self.gid_count)]
         self.gid_types = list(body[540:540 + self.gid_count])
@@ -82,7 +82,7 @@ class Sess:
         av = body[52:88]
         return av[0:16], av[20], av[30:36]
     def doorbell(self):
-        if struct.unpack_from("<I", self.status, 0)[0]: self.kick.send(b"\x01", socket.MSG_DONTWAIT)
+        if struct.unpack_from("<I", self.status, 0)[0]: os.write(self.kick, (1).to_bytes(8, "little"))
     def run_sends(self, wqes, timeout=30.0):
         """Posts every (wr_id, opcode, offset, length[, remote_addr, rkey]) keeping at most the SQ's
         size outstanding (a slot is free once its CQE came). Returns the CQEs; stops early when

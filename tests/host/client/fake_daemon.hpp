@@ -50,7 +50,7 @@ public:
     std::string stats_json = "{}";
     std::string log_level;
     int async_notify_fd = -1;  // the daemon's end of the session's async event socket
-    int kick_fd = -1;          // the daemon's end of the session's kick socket
+    int kick_fd = -1;          // the session's kick eventfd
     SharedRing status;
     SharedRing async_ring;
 
@@ -59,7 +59,7 @@ public:
     void push_cqe(uint32_t cq, const host::abi::Cqe& cqe);
     void raise_cq_event(uint32_t cq);
     void push_async_event(uint32_t type, uint32_t object);
-    // Bytes the client sent on its kick socket since the last call.
+    // Kicks the client wrote since the last call.
     long take_kicks();
 
 private:

@@ -40,7 +40,7 @@ struct ClientSession {
     SharedBuffer buf{4 * 4096};
     uint32_t lkey = 0, rkey = 0;
     // The descriptors the daemon handed out: the channel's and the async events' sockets (a byte
-    // per event) with their peers, the status page memfd and the session's kick socket.
+    // per event) with their peers, the status page memfd and the session's kick eventfd.
     int channel_fd = -1, channel_wake_fd = -1;
     int async_fd = -1, async_wake_fd = -1;
     int status_fd = -1;

@@ -1,7 +1,7 @@
-// What a client can do to the descriptors it shares with the daemon: read its kick descriptor,
-// fill a notification socket and clear O_NONBLOCK on the daemon's end of it, shut it down, close
-// its kick end. None of it may make the daemon block, spin, or sleep through another session's
-// doorbell.
+// What a client can do to the descriptors it shares with the daemon: read its kick eventfd,
+// clear O_NONBLOCK on it and take its own kicks back, fill a notification socket and clear
+// O_NONBLOCK on the daemon's end of it, shut it down. None of it may make the daemon block or
+// sleep through another session's doorbell.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "client_session.hpp"
+#include "notify_socket.hpp"
 
 using namespace rnic;
 using namespace rnic::host;
@@ -24,19 +24,25 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Runs `turns` daemon turns on another thread. A daemon blocked in a write to a client's
-// descriptor never comes back: that is a failure, reported, and the test process ends (the
-// blocked thread cannot be joined or abandoned safely).
-void turns_must_finish(Rig& rig, int turns) {
-    auto done = std::async(std::launch::async, [&rig, turns] {
-        for (int i = 0; i < turns; ++i) rig.turn(10'000);
-    });
-    if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-        std::fprintf(stderr, "FAILED: the daemon's turn did not return within 10 s: it blocked\n");
+// Runs `work` (the daemon's part) on another thread. A daemon blocked on a client's descriptor
+// never comes back: that is a failure, reported, and the test process ends (the blocked thread
+// cannot be joined or abandoned safely).
+template <class Work>
+void must_return(const char* what, std::chrono::seconds limit, Work work) {
+    auto done = std::async(std::launch::async, std::move(work));
+    if (done.wait_for(limit) != std::future_status::ready) {
+        std::fprintf(stderr, "FAILED: %s did not return within %lld s: it blocked\n", what,
+                     static_cast<long long>(limit.count()));
         std::fflush(stderr);
         std::_Exit(1);
     }
     done.get();
+}
+
+void turns_must_finish(Rig& rig, int turns) {
+    must_return("the daemon's turn", std::chrono::seconds(10), [&rig, turns] {
+        for (int i = 0; i < turns; ++i) rig.turn(10'000);
+    });
 }
 
 // Fills the stream socket `fd` until a send would block.
@@ -75,14 +81,14 @@ TEST_CASE("a client reading its kick descriptor cannot make the daemon sleep thr
     // The victim rings a doorbell after the daemon's last scan, sees `sleeping`, and kicks.
     victim.post_recv(qp, 1, reinterpret_cast<uint64_t>(victim.buf.data), 64);
     REQUIRE(rig.host->status().sleeping.load() == 1);
-    const char byte = 1;
-    REQUIRE(send(victim.kick_fd, &byte, 1, MSG_DONTWAIT) == 1);
-    // The other client reads the kick descriptor it was given: with one eventfd for every
-    // session (ABI 2) this ate the victim's kick. Its own has nothing to give.
+    const uint64_t one = 1;
+    REQUIRE(write(victim.kick_fd, &one, sizeof one) == sizeof one);
+    // The other client reads the kick eventfd it was given: with one eventfd for every session
+    // (ABI 2) this ate the victim's kick. Its own has nothing to give.
     pollfd p{eater.kick_fd, POLLIN, 0};
     CHECK(poll(&p, 1, 0) == 0);
-    char buf[64];
-    CHECK(recv(eater.kick_fd, buf, sizeof buf, MSG_DONTWAIT) == -1);
+    uint64_t count = 0;
+    CHECK(read(eater.kick_fd, &count, sizeof count) == -1);
     CHECK(errno == EAGAIN);
 
     const auto t0 = Clock::now();
@@ -93,15 +99,34 @@ TEST_CASE("a client reading its kick descriptor cannot make the daemon sleep thr
     CHECK(qp.rq.header().consumer.load() == 1);  // the doorbell was served
 }
 
-TEST_CASE("a client that closed its kick end does not keep waking the daemon") {
+TEST_CASE("the daemon's read of a kick eventfd never waits, whatever the client did to it") {
+    // The kick eventfd's file description is the client's too: it can clear O_NONBLOCK and take
+    // the count between the readiness the daemon saw and the daemon's read.
+    REQUIRE(server::kick_reads_never_wait());
+    int fd = -1;
+    REQUIRE(server::make_kick(fd) == 0);
+    set_blocking(fd);
+    int taken = -1;
+    must_return("reading an empty blocking kick eventfd", std::chrono::seconds(5),
+                [fd, &taken] { taken = server::take_kick(fd); });
+    CHECK(taken == 0);
+    const uint64_t one = 1;
+    REQUIRE(write(fd, &one, sizeof one) == sizeof one);
+    CHECK(server::take_kick(fd) == 1);
+    CHECK(server::take_kick(fd) == 0);
+    close(fd);
+
+    // And a session whose client made its kick eventfd blocking still wakes the daemon.
     Rig rig;
     ClientSession s(rig);
-    close(std::exchange(s.kick_fd, -1));
+    set_blocking(s.kick_fd);
     for (int i = 0; i < 5; ++i) rig.turn();
-    const auto t0 = Clock::now();
-    CHECK(rig.host->sleep(30'000'000) == server::NapEnd::Timer);
-    CHECK(Clock::now() - t0 >= std::chrono::milliseconds(25));
-    CHECK(counter(rig, "host_kicks") == 0);
+    REQUIRE(write(s.kick_fd, &one, sizeof one) == sizeof one);
+    server::NapEnd end = server::NapEnd::Timer;
+    must_return("a nap ended by a kick", std::chrono::seconds(10),
+                [&rig, &end] { end = rig.host->sleep(2'000'000'000); });
+    CHECK(end == server::NapEnd::Kick);
+    CHECK(counter(rig, "host_kicks") == 1);
 }
 
 TEST_CASE("full notification sockets whose O_NONBLOCK the client cleared do not block the daemon") {

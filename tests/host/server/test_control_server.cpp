@@ -59,7 +59,7 @@ void expect_closed_with(Rig& rig, RawClient& c, const Reply& r, int status) {
 
 }  // namespace
 
-TEST_CASE("Hello returns the device, the status page, the kick socket and the async ring and socket") {
+TEST_CASE("Hello returns the device, the status page, the kick eventfd and the async ring and socket") {
     Rig rig;
     REQUIRE(std::filesystem::exists(rig.host->socket_path()));
     RawClient c(rig.host->socket_path());
@@ -100,18 +100,19 @@ TEST_CASE("Hello returns the device, the status page, the kick socket and the as
     CHECK(h->size == hello->async_ring_size);
     CHECK(h->entry_size == sizeof(abi::AsyncEventEntry));
     CHECK(h->entries_offset == sizeof(abi::RingHeader));
-    // The notification descriptors are the daemon's own sockets: the kick's other end stays in
-    // the daemon, the async socket comes with its peer (the daemon's end) for the client's
-    // own wake-ups.
-    for (int i : {1, 3, 4}) {
+    // The notification descriptors are the daemon's own: the session's kick eventfd, and the
+    // async socket with its peer (the daemon's end) for the client's own wake-ups.
+    char link[64] = {};
+    REQUIRE(readlink(("/proc/self/fd/" + std::to_string(r.fds[1])).c_str(), link, sizeof link - 1) > 0);
+    CHECK(std::string(link) == "anon_inode:[eventfd]");
+    for (int i : {3, 4}) {
         int type = 0;
         socklen_t len = sizeof type;
         REQUIRE(getsockopt(r.fds[i], SOL_SOCKET, SO_TYPE, &type, &len) == 0);
         CHECK(type == SOCK_STREAM);
     }
-    // The client's ends block (an application that polls them blocks in ibv_get_*_event unless
+    // The client's end blocks (an application that polls it blocks in ibv_get_async_event unless
     // it set O_NONBLOCK itself); the daemon's end does not.
-    CHECK((fcntl(r.fds[1], F_GETFL) & O_NONBLOCK) == 0);
     CHECK((fcntl(r.fds[3], F_GETFL) & O_NONBLOCK) == 0);
     CHECK((fcntl(r.fds[4], F_GETFL) & O_NONBLOCK) != 0);
     const char byte = 1;

@@ -303,13 +303,13 @@ TEST_CASE("the sleeping protocol: a pending doorbell or a kick ends a nap at onc
     rig.host->sleep(20'000'000);
     CHECK(Clock::now() - t0 >= std::chrono::milliseconds(15));
 
-    // A client that saw `sleeping` sends a byte on its session's kick socket: the daemon wakes.
+    // A client that saw `sleeping` writes its session's kick eventfd: the daemon wakes.
     RawClient other(rig.host->socket_path());
     Reply again = rig.hello(other);
     REQUIRE(again.fds.size() == 5);
     for (int i = 0; i < 5; ++i) rig.turn();
-    const char one = 1;
-    REQUIRE(send(again.fds[1], &one, 1, MSG_DONTWAIT) == 1);
+    const uint64_t one = 1;
+    REQUIRE(write(again.fds[1], &one, sizeof one) == sizeof one);
     t0 = Clock::now();
     rig.host->sleep(2'000'000'000);
     CHECK(Clock::now() - t0 < std::chrono::milliseconds(500));

@@ -1,6 +1,5 @@
 // rnicd's loop (PollLoop) over FakePort and the real host service: when it naps, what ends a
 // nap, and that a frame is never left waiting for the nap's cap.
-#include <sys/socket.h>
 #include <time.h>
 
 #include <atomic>
@@ -87,8 +86,8 @@ TEST_CASE("poll loop: a kick or a control message ends a nap") {
     const int kick = hello.fds[1];
 
     auto client = when_asleep(rig, [kick] {
-        const char one = 1;
-        REQUIRE(send(kick, &one, 1, MSG_DONTWAIT) == 1);
+        const uint64_t one = 1;
+        REQUIRE(write(kick, &one, sizeof one) == sizeof one);
     });
     loop.turn();
     client.join();

@@ -149,6 +149,7 @@ TEST_CASE("a SIGBUS outside a guarded access, or one sent by kill, still ends th
 
     // The guarded access itself survives in the child as it does here.
     status = in_child([&] {
+        if (!install_fault_guard()) _exit(4);
         uint8_t b = 0;
         if (guarded_memcpy(&b, file.data + kPageSize, 1)) _exit(3);
     });

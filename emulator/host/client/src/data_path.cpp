@@ -11,7 +11,6 @@
 #include "rnic/host/client/connection.hpp"
 #include "rnic/host/client/verbs_values.hpp"
 #include "rnic/host/client/work_queue.hpp"
-#include "socket_io.hpp"
 
 namespace rnic::host::client {
 
@@ -31,7 +30,10 @@ uint64_t coarse_now_ns() noexcept {
 void Connection::ring_doorbell() noexcept {
     // Pairs with the daemon's fence between `sleeping = 1` and its last doorbell scan.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (status_->sleeping.load(std::memory_order_relaxed) != 0) detail::send_byte(kick_fd_);
+    if (status_->sleeping.load(std::memory_order_relaxed) != 0) {
+        const uint64_t one = 1;
+        (void)!write(kick_fd_, &one, sizeof one);
+    }
 }
 
 uint32_t Connection::ah_handle(const Ah* ah) const noexcept {

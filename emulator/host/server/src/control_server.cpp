@@ -562,18 +562,18 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
             if (int rc = s.async_memory.create("rnic-async", ring_bytes(entries, sizeof(AsyncEventEntry))); rc)
                 return fail(rc);
-            // The daemon makes the session's notification sockets itself (notify_socket.hpp):
-            // it then writes and reads only descriptors whose flags no client can change.
-            NotifyPair kick_pair, async_pair;
-            if (int rc = make_notify_pair(kick_pair); rc) return fail(rc);
+            // The daemon makes the session's notification descriptors itself (notify_socket.hpp):
+            // none can make its writes or reads wait, whatever the client does to them.
+            int kick_fd = -1;
+            if (int rc = make_kick(kick_fd); rc) return fail(rc);
+            NotifyPair async_pair;
             if (int rc = make_notify_pair(async_pair); rc) {
-                close(kick_pair.daemon);
-                close(kick_pair.client);
+                close(kick_fd);
                 return fail(rc);
             }
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
             s.async_fd = async_pair.daemon;
-            s.kick.emplace(io, kick_pair.daemon);
+            s.kick.emplace(io, kick_fd);
             s.hello_done = true;
             auto out = std::make_unique<HelloReply>();
             std::memset(out.get(), 0, sizeof *out);
@@ -590,11 +590,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out->async_ring_size = entries;
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
-            const int out_fds[5] = {status_memory.fd(), kick_pair.client, s.async_memory.fd(), async_pair.client,
+            const int out_fds[5] = {status_memory.fd(), kick_fd, s.async_memory.fd(), async_pair.client,
                                     async_pair.daemon};
             spdlog::info("session {}: hello from pid {} uid {} (client pid {})", s.id, s.pid, s.uid, req.pid);
             ok(*out, out_fds);
-            close(kick_pair.client);
             close(async_pair.client);
             return;
         }

@@ -1,5 +1,5 @@
 // HostService's glue: set-up (status page, socket), the per-turn call, the sessions' kick
-// sockets, sleeping inside Asio without losing a doorbell, and shutdown.
+// eventfds, sleeping inside Asio without losing a doorbell, and shutdown.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -45,26 +45,27 @@ HostService::Impl::~Impl() {
     if (wake) (void)wake->release();  // the port's, not ours to close
 }
 
-// Each session kicks on its own socket, so no client can take another's kick (one shared
+// Each session kicks on its own eventfd, so no client can take another's kick (one shared
 // eventfd, which any client could read, let one client make the daemon sleep through the
 // others' doorbells until the nap cap). The wait is armed again by its handler: it stays armed
-// across naps, so a kick sent while the daemon is awake is drained by the next poll_control and
-// costs no wake-up.
+// across naps, so a kick written while the daemon is awake is taken by the next poll_control and
+// costs no wake-up. The client shares the eventfd's file description and may have cleared
+// O_NONBLOCK and taken the count between the readiness and our read: take_kick never waits.
 void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
     if (s->closed || !s->kick || s->kick_armed) return;
     s->kick_armed = true;
     s->kick->async_wait(Session::Socket::wait_read, [this, s](const boost::system::error_code& ec) {
         s->kick_armed = false;
         if (ec || s->closed || !s->kick) return;
-        const long bytes = drain(s->kick->native_handle());
-        if (bytes > 0) {
+        const int rc = take_kick(s->kick->native_handle());
+        if (rc > 0) {
             woken = true;
             kicked = true;
             ++counters.kicks;
         }
-        if (bytes < 0) {
-            // The client closed its end: it cannot kick any more (its own doorbells then wait
-            // for the nap cap), and an end-of-file would keep the wait firing.
+        if (rc < 0) {
+            // Cannot happen after start()'s check; waiting again would spin on the readiness.
+            spdlog::error("session {}: kick eventfd unreadable ({}); no more kicks from it", s->id, std::strerror(-rc));
             s->kick.reset();
             return;
         }
@@ -196,6 +197,8 @@ void HostService::start() {
         rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
+    if (!kick_reads_never_wait())
+        throw std::runtime_error("this kernel cannot read an eventfd without waiting (preadv2 RWF_NOWAIT)");
     m.listen();
     spdlog::info("control socket {}", m.path);
 }

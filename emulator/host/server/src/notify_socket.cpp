@@ -1,10 +1,13 @@
 #include "notify_socket.hpp"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 namespace rnic::host::server {
 
@@ -31,21 +34,30 @@ void notify(int fd) noexcept {
     (void)!send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-long drain(int fd) noexcept {
-    char buf[256];
-    long total = 0;
-    // Bounded: a client writing as fast as we read must not keep the loop here.
-    for (int i = 0; i < 16; ++i) {
-        const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n == 0) return -1;
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        total += n;
-        if (static_cast<size_t>(n) < sizeof buf) break;
+int make_kick(int& fd) noexcept {
+    fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd < 0 ? errno : 0;
+}
+
+int take_kick(int fd) noexcept {
+    uint64_t count = 0;
+    iovec iov{&count, sizeof count};
+    for (;;) {
+        const ssize_t n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);
+        if (n == static_cast<ssize_t>(sizeof count)) return 1;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN) return -errno;
+        return 0;
     }
-    return total;
+}
+
+bool kick_reads_never_wait() noexcept {
+    // A blocking eventfd with a zero count: a read that honours RWF_NOWAIT says EAGAIN at once.
+    const int fd = eventfd(0, EFD_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = take_kick(fd) == 0;
+    close(fd);
+    return ok;
 }
 
 }  // namespace rnic::host::server

@@ -1,20 +1,19 @@
-// The descriptors that say "look at the shared memory" between the daemon and one client: the
-// client's doorbell kick, the daemon's completion-channel and async-event notifications. Each is
-// a connected AF_UNIX stream socketpair the daemon makes; the bytes mean nothing, readability
-// does.
-//
-// Not eventfds (as until ABI version 2): O_NONBLOCK lives in the open file description, which a
-// client shares with the daemon when the fd is passed either way. A client could clear it and
-// fill the counter to 0xfffffffffffffffe (the daemon's write then blocks for ever) or drain it
-// (the daemon's read blocks for ever, or another session's kick is eaten). send and recv with
-// MSG_DONTWAIT never wait on the client, whatever the description's flags or socket options:
-// a unix stream sendmsg sleeps only for send-buffer space, and not with MSG_DONTWAIT (EAGAIN),
-// and takes no lock a reader holds; recv likewise waits only for data. (Before Linux 6.8 every
-// AF_UNIX send also waits for a running garbage collection of in-flight descriptors: a slowdown
-// a client can cause, bounded, which the control replies always paid.) The daemon keeps its
-// end; the client gets its own end and, for the daemon's notifications, the daemon's end as
-// well, so it can make its own end readable again (docs/host_interface.md, "Notification
-// sockets").
+// The descriptors that say "look at the shared memory" between the daemon and one client
+// (docs/host_interface.md, "Notification descriptors"). O_NONBLOCK lives in the open file
+// description, which a client shares with the daemon once a descriptor is passed either way: a
+// client can clear it, fill an eventfd's counter to 0xfffffffffffffffe (the daemon's write then
+// blocks for ever: Linux 6.1's eventfd write looks at nothing but O_NONBLOCK) or drain it (a
+// plain read then blocks). So:
+// - the daemon's notifications (completion channels, async events) are connected AF_UNIX stream
+//   socketpairs the daemon makes, sent to with MSG_DONTWAIT: a unix stream sendmsg sleeps only
+//   for send-buffer space, and not with MSG_DONTWAIT (EAGAIN), whatever the description's flags
+//   or socket options, and takes no lock a reader holds. (Before Linux 6.8 every AF_UNIX send
+//   also waits for a running garbage collection of in-flight descriptors: a slowdown a client
+//   can cause, bounded, which the control replies always paid.) The client gets its end and the
+//   daemon's end, to make its own end readable again;
+// - the kick, which the daemon only reads, is an eventfd per session read with
+//   preadv2(RWF_NOWAIT): eventfd's read_iter honours IOCB_NOWAIT (well before 6.1; checked at
+//   start), so the read cannot wait whatever the client did to the flags or the counter.
 #pragma once
 
 namespace rnic::host::server {
@@ -31,7 +30,13 @@ int make_notify_pair(NotifyPair& out) noexcept;
 // is behind and the socket readable already; a closed or shut-down peer is the client's loss.
 void notify(int fd) noexcept;
 
-// Reads everything queued without blocking: the bytes read, or -1 once the peer closed its end.
-long drain(int fd) noexcept;
+// A session's kick eventfd: 0 or an errno.
+int make_kick(int& fd) noexcept;
+// Takes the kick eventfd's count without ever blocking: 1 (kicked), 0 (nothing: another reader
+// took it, or a spurious wake-up) or -errno (the kernel cannot read it without waiting).
+int take_kick(int fd) noexcept;
+// Whether this kernel reads eventfds with RWF_NOWAIT (checked once at start: without it
+// take_kick could not be made safe).
+bool kick_reads_never_wait() noexcept;
 
 }  // namespace rnic::host::server

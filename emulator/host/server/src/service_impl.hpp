@@ -74,7 +74,7 @@ struct HostService::Impl {
     bool nap_timer_armed = false;
     bool nap_done = false;
     bool woken = false;   // a control message or a kick: the loop has work
-    bool kicked = false;  // some session's kick socket was readable
+    bool kicked = false;  // some session's kick eventfd was written
 
     std::map<uint32_t, std::shared_ptr<Session>> sessions;
     uint32_t next_session = 1;

@@ -74,8 +74,8 @@ struct Session {
     bool reading = false;
 
     int async_fd = -1;  // the daemon's end of the async notification socket, a byte per event
-    // The daemon's end of the session's kick socket (the client writes the other end when it
-    // rings a doorbell of a sleeping daemon); reset once the client closed its end.
+    // The session's kick eventfd (the client writes it when it rings a doorbell of a sleeping
+    // daemon; the daemon reads it with RWF_NOWAIT only, see notify_socket.hpp).
     std::optional<Socket> kick;
     bool kick_armed = false;
     SharedMemory async_memory;

@@ -20,6 +20,8 @@ bool install_fault_guard() noexcept;
 
 // Runs fn(context); false when it took a SIGBUS and was abandoned where it faulted. fn is left by
 // siglongjmp: it must hold nothing that needs a destructor, a lock or a cleanup on that path.
+// Needs install_fault_guard() first (MemoryTable's constructor calls it); without the handler a
+// fault is as fatal as ever.
 bool guarded_call(void (*fn)(void*), void* context) noexcept;
 
 template <class Fn>

@@ -15,9 +15,10 @@
 namespace rnic::host::abi {
 
 inline constexpr uint32_t kMagic = 0x434e5252;  // "RRNC" little-endian
-// 2: HelloReply::gid_types. 3: the daemon makes every notification descriptor (a unix stream
-// socketpair, see docs/host_interface.md): Hello and CreateCompChannel send none, their replies
-// carry the client's end and the daemon's; the kick is per session.
+// 2: HelloReply::gid_types. 3: the daemon makes every notification descriptor (docs/
+// host_interface.md): Hello and CreateCompChannel send none; completion and async events come
+// on unix stream sockets (the reply carries the client's end and the daemon's); the kick
+// eventfd is per session.
 inline constexpr uint16_t kAbiVersion = 3;
 inline constexpr size_t kMaxMessage = 64 * 1024;
 inline constexpr size_t kMaxFdsPerMessage = 5;
@@ -28,8 +29,8 @@ inline constexpr uint8_t kGidTypeRoceV2 = 2;  // enum ibv_gid_type: IBV_GID_TYPE
 inline constexpr uint32_t kDeviceNameMax = 32;
 
 enum class Op : uint16_t {
-    // Hello reply fds: [status page memfd (read-only), kick socket, async ring memfd, async event
-    // socket, the daemon's end of it (to make the client's end readable again)]
+    // Hello reply fds: [status page memfd (read-only), the session's kick eventfd, async ring
+    // memfd, async event socket, the daemon's end of it (to make the client's end readable again)]
     Hello = 1,
     AllocPd = 2,
     DeallocPd = 3,
@@ -196,7 +197,7 @@ static_assert(offsetof(HelloReply, gids) == 268 && offsetof(HelloReply, async_ri
 // The daemon's status page, mapped read-only by every client.
 struct StatusPage {
     // Non-zero while the poll loop is (about to be) asleep: a client that rings a doorbell then
-    // sends a byte on its session's kick socket. Both sides put a seq_cst fence between their
+    // writes 1 to its session's kick eventfd. Both sides put a seq_cst fence between their
     // index store and their load of the other's flag/index, so a doorbell is never missed.
     alignas(64) std::atomic<uint32_t> sleeping;
     std::atomic<uint32_t> shutting_down;  // set on SIGTERM before clients are disconnected

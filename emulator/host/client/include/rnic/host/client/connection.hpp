@@ -135,7 +135,7 @@ private:
     int socket_ = -1;
     int async_fd_ = -1;       // the session's async event socket (ibv_context::async_fd)
     int async_wake_fd_ = -1;  // its peer, rnicd's end
-    int kick_fd_ = -1;        // the session's kick socket
+    int kick_fd_ = -1;        // the session's kick eventfd
     std::string device_name_;
     abi::HelloReply hello_{};
     const abi::StatusPage* status_ = nullptr;
