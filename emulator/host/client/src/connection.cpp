@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "rnic/host/client/verbs_values.hpp"
 #include "socket_io.hpp"
@@ -192,9 +193,11 @@ Connection::~Connection() {
     // The daemon reclaims everything of this session when the socket closes.
     if (socket_ >= 0) close(socket_);
     for (auto& [lkey, mr] : mrs_) PageSharer::instance().release(mr->shared);
-    for (auto& [handle, ch] : channels_) close(ch->fd);
+    for (auto& [handle, ch] : channels_) {
+        close(ch->fd);
+        close(ch->wake_fd);
+    }
     if (status_ != nullptr) munmap(const_cast<abi::StatusPage*>(status_), status_bytes_);
-    for (auto& [handle, ch] : channels_) close(ch->wake_fd);
     for (int fd : {kick_fd_, async_fd_, async_wake_fd_})
         if (fd >= 0) close(fd);
 }
