@@ -242,6 +242,7 @@ std::vector<SessionObjects> sessions(Connection& conn) {
         o.srqs = s.at("srqs").get<uint64_t>();
         o.ahs = s.at("ahs").get<uint64_t>();
         o.segments = s.at("segments").get<uint64_t>();
+        o.segments_unsealed = s.at("segments_unsealed").get<uint64_t>();
         out.push_back(o);
     }
     return out;

@@ -94,6 +94,7 @@ std::map<std::string, uint64_t> counters(Connection& conn);
 // One entry of the Stats document's "sessions": the objects a client holds in that daemon.
 struct SessionObjects {
     uint64_t id = 0, pid = 0, pds = 0, mrs = 0, cqs = 0, qps = 0, srqs = 0, ahs = 0, segments = 0;
+    uint64_t segments_unsealed = 0;  // mapped segments the daemon could not seal against shrinking
 };
 std::vector<SessionObjects> sessions(Connection& conn);
 // The device-wide counts Stats takes from the engine itself (its "objects"): an object a

@@ -4,7 +4,8 @@ Every run captures on both daemons, and every capture is checked frame by frame:
  run 1: RC/UD/atomics at MTU 1024 and 4096, RC over IPv6 GIDs (link-local and fd77::), RC with a
         GRH traffic class over IPv4 and IPv6; 2% loss each way (XDP on the receiving veth, the
         kernel here has no netem) under WRITE, SEND, READ and both atomics; a client killed
-        mid-transfer. Both captures must pass rnic-pcap, hold IPv6 frames, show the loss (frames
+        mid-transfer; a client shrinking the file behind its own MR (rnicd lives on, the
+        accesses complete in error). Both captures must pass rnic-pcap, hold IPv6 frames, show the loss (frames
         one side sent that the other never got), carry the traffic class exactly on the marked
         QPs' frames.
  run 2: malformed frames injected from a raw socket in namespace B, then the peer daemon B
@@ -286,6 +287,7 @@ try:
     catch("[loss]")
     run([testbed, "loss", "0"])
     catch("[kill-client]")
+    catch("[shrink]")
     pcaps, facts = down_and_keep("run1")
     got = {}
     for side in "ab":

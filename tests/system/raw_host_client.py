@@ -16,10 +16,11 @@ ABI_VERSION = 3
 class Sess:
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); self.s.connect(path); self.seq = 0
-        self.efd = os.eventfd(0, os.EFD_NONBLOCK)
         self.s.settimeout(10)
-        st, body, fds = self.call(1, struct.pack("<II", os.getpid(), 0), [self.efd]); assert st == 0
+        # Reply fds: status page, kick eventfd, async ring, async event socket and its peer.
+        st, body, fds = self.call(1, struct.pack("<II", os.getpid(), 0)); assert st == 0 and len(fds) == 5
         self.status = mmap.mmap(fds[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ); self.kick = fds[1]
+        self.async_events = fds[3:5]
         self.gid_count = struct.unpack_from("<H", body, 266)[0]
         self.gids = [body[268 + 16 * i:284 + 16 * i] for i in range(self.gid_count)]
         self.gid_types = list(body[540:540 + self.gid_count])
@@ -29,7 +30,7 @@ class Sess:
         # The async ring, then the doorbell bits (abi::DoorbellBits: top, 8 summary words, 512 words).
         self.async_ring = mmap.mmap(fds[2], self.doorbell_offset + 128 + 8 * 512)
         st, body, _ = self.call(2); self.pd = struct.unpack_from("<I", body)[0]
-        bfd = os.memfd_create("buf"); os.ftruncate(bfd, 8192)
+        bfd = os.memfd_create("buf", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING); os.ftruncate(bfd, 8192)
         self.buf = mmap.mmap(bfd, 8192); self.addr = ctypes.addressof(ctypes.c_char.from_buffer(self.buf))
         assert self.call(4, struct.pack("<IIQ", 1, 0, 8192), [bfd])[0] == 0
         st, body, _ = self.call(6, struct.pack("<IIQQQII", self.pd, 7, self.addr, 8192, self.addr, 0, 1) + struct.pack("<IIQQ", 1, 0, 0, 8192)); assert st == 0
@@ -44,7 +45,7 @@ class Sess:
         self.seq += 1
         m = struct.pack("<IHHIIiI", MAGIC, ABI_VERSION, op, self.seq, 24+len(body), 0, 0) + body
         socket.send_fds(self.s, [m], list(fds)) if fds else self.s.send(m)
-        data, rfds, _, _ = socket.recv_fds(self.s, 65536, 4)
+        data, rfds, _, _ = socket.recv_fds(self.s, 65536, 5)
         return struct.unpack_from("<IHHIIiI", data)[5], data[24:], rfds
     @staticmethod
     def qpattr(state=0, mtu=0, dest=0, access=0, timeout=0, retry=0, rnr=0, mrd=0, mdrd=0, minrnr=0, port=0,

@@ -1,5 +1,5 @@
 // Completion channels, CQs (plain and extended) and polling. Polling reads CQEs from the ring
-// the daemon writes, without a syscall; completion events arrive on the channel's eventfd.
+// the daemon writes, without a syscall; completion events arrive on the channel's socket.
 #include <algorithm>
 #include <cstring>
 

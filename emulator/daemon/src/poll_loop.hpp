@@ -1,7 +1,8 @@
 // rnicd's loop around the turn: for every port (a device each), the host interface's data path
-// and the port's; control messages between turns; the nap when idle. The nap sleeps on every kick
-// eventfd, control socket and port RX wake fd at once, so a sleeping loop answers a frame, a
-// doorbell or a control message of any device at once; the idle policy decides when to sleep.
+// and the port's; control messages between turns; the nap when idle. The nap sleeps on every
+// session's kick eventfd, control socket and port RX wake fd at once, so a sleeping loop answers
+// a frame, a doorbell or a control message of any device at once; the idle policy decides when
+// to sleep.
 // No DPDK here: tested over FakePort.
 #pragma once
 

@@ -16,6 +16,8 @@ std::string_view access_error_name(AccessError error) noexcept {
             return "out_of_bounds";
         case AccessError::Misaligned:
             return "misaligned";
+        case AccessError::Fault:
+            return "fault";
     }
     return "unknown";
 }

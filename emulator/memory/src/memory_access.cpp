@@ -1,9 +1,12 @@
 // Data path of the memory table: key checks, copies and atomics. Called per packet, so no
-// allocation and no exceptions here.
+// allocation and no exceptions here. Every touch of registered memory runs guarded (fault_guard):
+// the pages may belong to a file a client shrank, and that must cost the access, not the daemon.
+// The guarded lambdas hold only trivially destructible state, as a siglongjmp out of them needs.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
+#include "rnic/memory/fault_guard.hpp"
 #include "rnic/memory/memory_table.hpp"
 
 namespace rnic::mem {
@@ -88,10 +91,12 @@ AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::sp
     if (const AccessError err = lookup(key, pd, va, src.size(), write_right(remote), e); err != AccessError::None) {
         return count(err, remote);
     }
-    for_each_page(*e, va, src.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
-        std::memcpy(reinterpret_cast<void*>(host), src.data() + offset, bytes);
-    });
-    return AccessError::None;
+    auto copy = [&] {
+        for_each_page(*e, va, src.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
+            std::memcpy(reinterpret_cast<void*>(host), src.data() + offset, bytes);
+        });
+    };
+    return guarded(copy) ? AccessError::None : count(AccessError::Fault, remote);
 }
 
 AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote) {
@@ -100,10 +105,12 @@ AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::s
     if (const AccessError err = lookup(key, pd, va, dst.size(), read_right(remote), e); err != AccessError::None) {
         return count(err, remote);
     }
-    for_each_page(*e, va, dst.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
-        std::memcpy(dst.data() + offset, reinterpret_cast<const void*>(host), bytes);
-    });
-    return AccessError::None;
+    auto copy = [&] {
+        for_each_page(*e, va, dst.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
+            std::memcpy(dst.data() + offset, reinterpret_cast<const void*>(host), bytes);
+        });
+    };
+    return guarded(copy) ? AccessError::None : count(AccessError::Fault, remote);
 }
 
 template <class Op>
@@ -120,8 +127,13 @@ AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op)
     const uintptr_t host = translate(*e, va);
     if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return {count(AccessError::Misaligned, kRemote), 0};
     // Aligned to 8 inside a 4 KiB page, so the word never straddles two MTT pages.
-    std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(host));
-    return {AccessError::None, op(word)};
+    uint64_t original = 0;
+    auto apply = [&] {
+        std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(host));
+        original = op(word);
+    };
+    if (!guarded(apply)) return {count(AccessError::Fault, kRemote), 0};
+    return {AccessError::None, original};
 }
 
 AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap) {

@@ -13,6 +13,7 @@ constexpr std::array<std::string_view, kAccessErrorKinds> kLocalErrorNames = {
     "local_access_denied",
     "local_access_out_of_bounds",
     "local_access_misaligned",
+    "local_access_fault",
 };
 constexpr std::array<std::string_view, kAccessErrorKinds> kRemoteErrorNames = {
     "",
@@ -21,6 +22,7 @@ constexpr std::array<std::string_view, kAccessErrorKinds> kRemoteErrorNames = {
     "remote_access_denied",
     "remote_access_out_of_bounds",
     "remote_access_misaligned",
+    "remote_access_fault",
 };
 
 }  // namespace

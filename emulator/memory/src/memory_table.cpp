@@ -1,6 +1,8 @@
 // Control path of the memory table: registration, deregistration, invalidation, queries.
 #include "rnic/memory/memory_table.hpp"
 
+#include "rnic/memory/fault_guard.hpp"
+
 #include <cerrno>
 #include <limits>
 #include <stdexcept>
@@ -33,7 +35,10 @@ MemoryTable::MemoryTable(const MemoryConfig& config)
       mpt_(config.max_mrs),
       mtt_(config.max_mtt_entries),
       mpt_cache_(config.mpt_cache),
-      mtt_cache_(config.mtt_cache) {}
+      mtt_cache_(config.mtt_cache) {
+    // Registered memory may be a client's file that shrinks under us (see memory_access.cpp).
+    (void)install_fault_guard();
+}
 
 int MemoryTable::check_registration(uint64_t length, uint64_t iova, AccessFlags access) const noexcept {
     if (const int err = check_mr_access_flags(access); err != 0) return err;

@@ -442,6 +442,10 @@ const DeviceCounters& Engine::device_counters() const noexcept {
     return core_->counters;
 }
 
+const mem::MemoryTable& Engine::memory() const noexcept {
+    return *core_->memory;
+}
+
 const QpCounters* Engine::qp_counters(uint32_t qpn) const noexcept {
     const QueuePair* qp = core_->find_qp(qpn);
     return qp ? &qp->counters : nullptr;

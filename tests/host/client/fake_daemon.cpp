@@ -1,5 +1,6 @@
 #include "fake_daemon.hpp"
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -30,6 +31,19 @@ SharedRing make_memory(size_t bytes) {
     return r;
 }
 
+// Like rnicd's notification sockets: the daemon's end and the client's.
+std::pair<int, int> socket_pair() {
+    int p[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) != 0)
+        throw std::runtime_error("socketpair");
+    return {p[0], p[1]};
+}
+
+void send_byte(int fd) {
+    const char byte = 1;
+    (void)!send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 void init_header(void* base, uint32_t entries, uint32_t entry_size) {
     auto* h = static_cast<abi::RingHeader*>(base);
     h->size = entries;
@@ -50,7 +64,6 @@ FakeDaemon::FakeDaemon(int fd, std::string stats) : stats_json(std::move(stats))
     // The async ring, then the doorbell bits at the next page (HelloReply::doorbell_offset).
     async_ring = make_ring(256, sizeof(abi::AsyncEventEntry),
                            page_round(abi::ring_bytes(256, sizeof(abi::AsyncEventEntry))) + sizeof(abi::DoorbellBits));
-    kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -75,8 +88,8 @@ FakeDaemon::~FakeDaemon() {
     for (auto& [k, f] : channel_fds) close(f);
     drop(status);
     drop(async_ring);
-    if (client_async_fd >= 0) close(client_async_fd);
-    close(kick_fd);
+    if (async_notify_fd >= 0) close(async_notify_fd);
+    if (kick_fd >= 0) close(kick_fd);
 }
 
 void FakeDaemon::run() {
@@ -158,7 +171,6 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
     };
     switch (op) {
         case abi::Op::Hello: {
-            client_async_fd = take();
             abi::HelloReply r{};
             std::strcpy(r.device_name, "rnic0");
             r.device.max_qp_wr = 1024;
@@ -176,7 +188,12 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
             r.status_page_size = static_cast<uint32_t>(status.bytes);
             r.session_id = 7;
             r.doorbell_offset = static_cast<uint32_t>(page_round(abi::ring_bytes(256, sizeof(abi::AsyncEventEntry))));
-            return reply(h, 0, &r, sizeof r, {status.fd, kick_fd, async_ring.fd});
+            const auto [async_daemon, async_client] = socket_pair();
+            kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+            async_notify_fd = async_daemon;
+            reply(h, 0, &r, sizeof r, {status.fd, kick_fd, async_ring.fd, async_client, async_daemon});
+            close(async_client);
+            return;
         }
         case abi::Op::AllocPd:
         case abi::Op::CreateAh: {
@@ -185,8 +202,11 @@ void FakeDaemon::answer(const abi::MessageHeader& h, const std::vector<uint8_t>&
         }
         case abi::Op::CreateCompChannel: {
             const abi::HandleReply r{next_handle_++, 0};
-            channel_fds[r.handle] = take();
-            return reply(h, 0, &r, sizeof r);
+            const auto [daemon_end, client_end] = socket_pair();
+            channel_fds[r.handle] = daemon_end;
+            reply(h, 0, &r, sizeof r, {client_end, daemon_end});
+            close(client_end);
+            return;
         }
         case abi::Op::ShareSegment: {
             abi::ShareSegmentRequest r{};
@@ -322,10 +342,7 @@ void FakeDaemon::raise_cq_event(uint32_t cq) {
     auto* h = static_cast<abi::RingHeader*>(cqs.at(cq).base);
     h->arm.store(0);
     h->events.fetch_add(1);
-    for (auto& [handle, fd] : channel_fds) {
-        const uint64_t one = 1;
-        (void)!write(fd, &one, sizeof one);
-    }
+    for (auto& [handle, fd] : channel_fds) send_byte(fd);
 }
 
 void FakeDaemon::push_async_event(uint32_t type, uint32_t object) {
@@ -336,8 +353,12 @@ void FakeDaemon::push_async_event(uint32_t type, uint32_t object) {
     const abi::AsyncEventEntry e{type, object};
     std::memcpy(view.entry(p), &e, sizeof e);
     view.publish(p + 1);
-    const uint64_t one = 1;
-    (void)!write(client_async_fd, &one, sizeof one);
+    send_byte(async_notify_fd);
+}
+
+long FakeDaemon::take_kicks() {
+    uint64_t count = 0;
+    return read(kick_fd, &count, sizeof count) == sizeof count ? static_cast<long>(count) : 0;
 }
 
 }  // namespace rnic::test

@@ -45,13 +45,13 @@ public:
     std::map<uint32_t, SharedRing> qps;  // by qpn
     std::map<uint32_t, host::abi::CreateQpReply> qp_replies;
     std::map<uint32_t, SharedRing> srqs;
-    std::map<uint32_t, int> channel_fds;  // by handle
+    std::map<uint32_t, int> channel_fds;  // by handle: the daemon's end of each channel socket
     std::map<uint16_t, int> fail_ops;     // op -> errno to answer once
     std::set<uint16_t> silent_ops;        // ops never answered
     std::string stats_json = "{}";
     std::string log_level;
-    int client_async_fd = -1;
-    int kick_fd = -1;
+    int async_notify_fd = -1;  // the daemon's end of the session's async event socket
+    int kick_fd = -1;          // the session's kick eventfd
     SharedRing status;
     SharedRing async_ring;
 
@@ -60,6 +60,8 @@ public:
     void push_cqe(uint32_t cq, const host::abi::Cqe& cqe);
     void raise_cq_event(uint32_t cq);
     void push_async_event(uint32_t type, uint32_t object);
+    // Kicks the client wrote since the last call.
+    long take_kicks();
 
 private:
     void run();

@@ -85,6 +85,9 @@ TEST_CASE("a heap buffer keeps its address and bytes and becomes shared with the
         buf[6] = 0xCD;  // the application writes
         REQUIRE(*view.at(*r, 0, off + 1) == 0xCD);
     }
+    // Sealable, so rnicd can forbid shrinking it (without MFD_ALLOW_SEALING a memfd reports
+    // F_SEAL_SEAL), and the library itself seals nothing.
+    for (const auto& run : r->runs) CHECK(fcntl(run.segment->fd, F_GET_SEALS) == 0);
     PageSharer::instance().release(*r);
     std::free(buf);
 }

@@ -1,6 +1,5 @@
 #include "raw_client.hpp"
 
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -159,11 +158,8 @@ int BlockingClient::call(abi::Op op, const void* body, size_t length, const std:
 }
 
 int BlockingClient::hello() {
-    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     const abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
-    const int rc = call(abi::Op::Hello, req, {efd});
-    close(efd);
-    return rc;
+    return call(abi::Op::Hello, req);
 }
 
 transport::EngineConfig rig_engine_config() {
@@ -238,15 +234,12 @@ Reply Rig::call(RawClient& c, abi::Op op, const void* body, size_t length, const
 }
 
 Reply Rig::hello(RawClient& c) {
-    const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
-    Reply r = call(c, abi::Op::Hello, req, {efd});
-    close(efd);
-    return r;
+    return call(c, abi::Op::Hello, req);
 }
 
-SharedBuffer::SharedBuffer(size_t bytes) : size(bytes) {
-    fd = memfd_create("test-buffer", MFD_CLOEXEC);
+SharedBuffer::SharedBuffer(size_t bytes, bool sealable) : size(bytes) {
+    fd = memfd_create("test-buffer", MFD_CLOEXEC | (sealable ? MFD_ALLOW_SEALING : 0u));
     REQUIRE(ftruncate(fd, static_cast<off_t>(bytes)) == 0);
     data = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(data != MAP_FAILED);

@@ -85,7 +85,7 @@ public:
     int call(abi::Op op, const T& body, const std::vector<int>& fds = {}, std::vector<uint8_t>* reply_body = nullptr) {
         return call(op, &body, sizeof body, fds, reply_body);
     }
-    int hello();  // with a fresh eventfd; the reply's descriptors are closed
+    int hello();  // the reply's descriptors are closed
     int error() const { return error_; }
 
 private:
@@ -121,9 +121,10 @@ struct Rig {
 transport::EngineConfig rig_engine_config();
 
 // Memory shared the way the client library does it: a memfd the test maps (its "address") and
-// sends to the daemon.
+// sends to the daemon; sealable as the library makes them, unless asked otherwise (a client
+// that does not let the daemon seal it).
 struct SharedBuffer {
-    explicit SharedBuffer(size_t bytes);
+    explicit SharedBuffer(size_t bytes, bool sealable = true);
     ~SharedBuffer();
     int fd = -1;
     uint8_t* data = nullptr;

@@ -1,6 +1,7 @@
 // The control protocol: Hello, strict message checks, per-session handles, reclaiming on
 // disconnect, Stats and SetLogLevel, and the socket file's life.
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -40,14 +41,14 @@ void expect_closed_with(Rig& rig, RawClient& c, const Reply& r, int status) {
 
 }  // namespace
 
-TEST_CASE("Hello returns the device, the status page, the kick eventfd and the async ring") {
+TEST_CASE("Hello returns the device, the status page, the kick eventfd and the async ring and socket") {
     Rig rig;
     REQUIRE(std::filesystem::exists(rig.host->socket_path()));
     RawClient c(rig.host->socket_path());
     Reply r = rig.hello(c);
     REQUIRE(r.header.status == 0);
     REQUIRE(r.body.size() == sizeof(abi::HelloReply));
-    REQUIRE(r.fds.size() == 3);
+    REQUIRE(r.fds.size() == 5);
     const auto hello = std::make_unique<abi::HelloReply>(r.as<abi::HelloReply>());
     CHECK(std::string(hello->device_name) == "rnictest");
     // GID 0 the IPv4-mapped address, then link-local and fd77::1, every one RoCE v2.
@@ -88,6 +89,25 @@ TEST_CASE("Hello returns the device, the status page, the kick eventfd and the a
     CHECK(h->size == hello->async_ring_size);
     CHECK(h->entry_size == sizeof(abi::AsyncEventEntry));
     CHECK(h->entries_offset == sizeof(abi::RingHeader));
+    // The notification descriptors are the daemon's own: the session's kick eventfd, and the
+    // async socket with its peer (the daemon's end) for the client's own wake-ups.
+    char link[64] = {};
+    REQUIRE(readlink(("/proc/self/fd/" + std::to_string(r.fds[1])).c_str(), link, sizeof link - 1) > 0);
+    CHECK(std::string(link) == "anon_inode:[eventfd]");
+    for (int i : {3, 4}) {
+        int type = 0;
+        socklen_t len = sizeof type;
+        REQUIRE(getsockopt(r.fds[i], SOL_SOCKET, SO_TYPE, &type, &len) == 0);
+        CHECK(type == SOCK_STREAM);
+    }
+    // The client's end blocks (an application that polls it blocks in ibv_get_async_event unless
+    // it set O_NONBLOCK itself); the daemon's end does not.
+    CHECK((fcntl(r.fds[3], F_GETFL) & O_NONBLOCK) == 0);
+    CHECK((fcntl(r.fds[4], F_GETFL) & O_NONBLOCK) != 0);
+    const char byte = 1;
+    REQUIRE(send(r.fds[4], &byte, 1, MSG_DONTWAIT) == 1);
+    char got = 0;
+    CHECK(recv(r.fds[3], &got, 1, MSG_DONTWAIT) == 1);
     CHECK(rig.host->session_count() == 1);
 }
 
@@ -133,19 +153,12 @@ TEST_CASE("malformed messages are answered with an errno and the connection is c
         RawClient c(rig.host->socket_path());
         expect_closed_with(rig, c, rig.call(c, Op::AllocPd, nullptr, 0), EPROTO);
     }
-    SECTION("Hello without its eventfd") {
+    SECTION("Hello with a descriptor (ABI 2 sent its async eventfd; the daemon makes its own now)") {
         RawClient c(rig.host->socket_path());
+        const int efd = eventfd(0, EFD_CLOEXEC);
         abi::HelloRequest req{1, 0};
-        expect_closed_with(rig, c, rig.call(c, Op::Hello, req), EINVAL);
-    }
-    SECTION("Hello with something else than an eventfd") {
-        RawClient c(rig.host->socket_path());
-        int p[2];
-        REQUIRE(pipe(p) == 0);
-        abi::HelloRequest req{1, 0};
-        Reply r = rig.call(c, Op::Hello, req, {p[1]});
-        close(p[0]);
-        close(p[1]);
+        Reply r = rig.call(c, Op::Hello, req, {efd});
+        close(efd);
         expect_closed_with(rig, c, r, EINVAL);
     }
     SECTION("RegMr whose run count does not match its length") {
@@ -192,11 +205,10 @@ TEST_CASE("another session's handles are EINVAL, as if they did not exist") {
     CHECK(rig.call(b, Op::ModifyQp, m).header.status == EINVAL);
     CHECK(rig.call(b, Op::QueryQp, abi::QueryQpRequest{qpn, 0}).header.status == EINVAL);
     CHECK(rig.call(b, Op::DestroyQp, abi::HandleRequest{qpn, 0}).header.status == EINVAL);
-    int p[2];
-    REQUIRE(pipe(p) == 0);
-    CHECK(rig.call(b, Op::CreateCompChannel, nullptr, 0, {p[1]}).header.status == EINVAL);  // not an eventfd
-    close(p[0]);
-    close(p[1]);
+    Reply channel = rig.call(a, Op::CreateCompChannel, nullptr, 0);
+    REQUIRE(channel.header.status == 0);
+    const uint32_t channel_handle = channel.as<abi::HandleReply>().handle;
+    CHECK(rig.call(b, Op::DestroyCompChannel, abi::HandleRequest{channel_handle, 0}).header.status == EINVAL);
     // An ordinary error does not close the session, and the owner still may.
     CHECK(rig.call(b, Op::QueryPort, nullptr, 0).header.status == 0);
     CHECK(rig.call(a, Op::QueryQp, abi::QueryQpRequest{qpn, 0}).header.status == 0);
@@ -223,9 +235,7 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     Reply reg = rig.call(*c, Op::RegMr, mr);
     REQUIRE(reg.header.status == 0);
     CHECK(rig.call(*c, Op::ReleaseSegment, abi::HandleRequest{1, 0}).header.status == 0);  // the MR keeps it
-    const int chan_fd = eventfd(0, EFD_CLOEXEC);
-    Reply ch = rig.call(*c, Op::CreateCompChannel, nullptr, 0, {chan_fd});
-    close(chan_fd);
+    Reply ch = rig.call(*c, Op::CreateCompChannel, nullptr, 0);
     REQUIRE(ch.header.status == 0);
     Reply cq = rig.call(*c, Op::CreateCq, abi::CreateCqRequest{16, ch.as<abi::HandleReply>().handle, 0, 0});
     REQUIRE(cq.header.status == 0);

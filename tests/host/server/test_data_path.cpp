@@ -1,7 +1,8 @@
 // The data path through the rings: WQEs in, CQEs out over the datapath's loopback, completion
 // channels, corrupt rings, address resolution that waits for ARP, the sleeping protocol and
 // shutdown.
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,234 +12,19 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "raw_client.hpp"
+#include "client_session.hpp"
 
 using namespace rnic;
 using namespace rnic::host;
 using namespace rnic::host::test;
 using abi::Op;
 
-namespace {
-
-constexpr uint32_t kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4;
-
-struct ClientQp {
-    uint32_t qpn = 0;
-    abi::CreateQpReply reply{};
-    std::unique_ptr<Mapping> rings;
-    abi::RingView sq, rq;
-    uint32_t sq_produced = 0, rq_produced = 0;
-};
-
-struct ClientCq {
-    uint32_t handle = 0;
-    std::unique_ptr<Mapping> ring_memory;
-    abi::RingView ring;
-    uint32_t consumed = 0;
-    std::vector<abi::Cqe> poll() {
-        std::vector<abi::Cqe> out;
-        const uint32_t n = ring.ready(consumed);
-        REQUIRE(n != abi::RingView::kCorrupt);
-        for (uint32_t i = 0; i < n; ++i) {
-            abi::Cqe c;
-            std::memcpy(&c, ring.entry(consumed++), sizeof c);
-            out.push_back(c);
-        }
-        ring.release(consumed);
-        return out;
-    }
-};
-
-// One session with a PD, a registered buffer, a CQ (on a channel) and RC QPs on it.
-struct Setup {
-    Rig& rig;
-    RawClient c;
-    uint32_t pd = 0;
-    SharedBuffer buf{4 * 4096};
-    uint32_t lkey = 0, rkey = 0;
-    int channel_fd = -1;
-    int async_fd = -1;
-    std::unique_ptr<Mapping> async_ring;
-    abi::DoorbellBits* doorbells = nullptr;  // in the async ring's memfd
-    uint32_t async_size = 0;
-    ClientCq cq;
-
-    explicit Setup(Rig& r) : rig(r), c(r.host->socket_path()) {
-        async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        abi::HelloRequest hello{static_cast<uint32_t>(getpid()), 0};
-        Reply h = rig.call(c, Op::Hello, hello, {async_fd});
-        REQUIRE(h.header.status == 0);
-        async_size = h.as<abi::HelloReply>().async_ring_size;
-        const uint32_t doorbell_offset = h.as<abi::HelloReply>().doorbell_offset;
-        REQUIRE(doorbell_offset >= abi::ring_bytes(async_size, sizeof(abi::AsyncEventEntry)));
-        async_ring = std::make_unique<Mapping>(h.fds[2], doorbell_offset + sizeof(abi::DoorbellBits));
-        doorbells = reinterpret_cast<abi::DoorbellBits*>(async_ring->data + doorbell_offset);
-        Reply p = rig.call(c, Op::AllocPd, nullptr, 0);
-        pd = p.as<abi::HandleReply>().handle;
-        REQUIRE(rig.call(c, Op::ShareSegment, abi::ShareSegmentRequest{7, 0, buf.size}, {buf.fd}).header.status == 0);
-        struct {
-            abi::RegMrRequest req;
-            abi::SegmentRun run;
-        } mr{};
-        const auto addr = reinterpret_cast<uint64_t>(buf.data);
-        mr.req = {pd, kLocalWrite | kRemoteWrite | kRemoteRead, addr, buf.size, addr, 0, 1};
-        mr.run = {7, 0, 0, buf.size};
-        Reply reg = rig.call(c, Op::RegMr, mr);
-        REQUIRE(reg.header.status == 0);
-        lkey = reg.as<abi::RegMrReply>().lkey;
-        rkey = reg.as<abi::RegMrReply>().rkey;
-        channel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        Reply ch = rig.call(c, Op::CreateCompChannel, nullptr, 0, {channel_fd});
-        REQUIRE(ch.header.status == 0);
-        Reply cqr = rig.call(c, Op::CreateCq, abi::CreateCqRequest{32, ch.as<abi::HandleReply>().handle, 0, 0});
-        REQUIRE(cqr.header.status == 0);
-        const auto cr = cqr.as<abi::CreateCqReply>();
-        cq.handle = cr.handle;
-        cq.ring_memory = std::make_unique<Mapping>(cqr.fds[0], cr.ring_bytes);
-        cq.ring = abi::RingView(cq.ring_memory->data, cr.ring_size, sizeof(abi::Cqe));
-        CHECK(cq.ring.header().size == cr.ring_size);
-    }
-    ~Setup() {
-        close(channel_fd);
-        close(async_fd);
-    }
-
-    ClientQp create_qp() {
-        abi::CreateQpRequest q{};
-        q.qp_type = 2;
-        q.pd = pd;
-        q.send_cq = q.recv_cq = cq.handle;
-        q.cap = {8, 8, 2, 2, 64};
-        Reply r = rig.call(c, Op::CreateQp, q);
-        REQUIRE(r.header.status == 0);
-        ClientQp qp;
-        qp.reply = r.as<abi::CreateQpReply>();
-        qp.qpn = qp.reply.qpn;
-        qp.rings = std::make_unique<Mapping>(r.fds[0], qp.reply.ring_bytes);
-        qp.sq = abi::RingView(qp.rings->data, qp.reply.sq_size, qp.reply.sq_stride);
-        qp.rq = abi::RingView(qp.rings->data + qp.reply.rq_offset, qp.reply.rq_size, qp.reply.rq_stride);
-        CHECK(qp.sq.header().entry_size == qp.reply.sq_stride);
-        CHECK(qp.rq.header().size == qp.reply.rq_size);
-        return qp;
-    }
-
-    int modify(uint32_t qpn, uint32_t mask, const abi::QpAttr& attr) {
-        abi::ModifyQpRequest m{qpn, mask, attr};
-        return rig.call(c, Op::ModifyQp, m).header.status;
-    }
-
-    // Moves the QP to INIT (the port's frames so far forgotten) and returns a ModifyQp to RTR
-    // with a path to QP 0x99 at `peer` from GID `sgid_index`: the request that resolves a MAC.
-    abi::ModifyQpRequest rtr_request(uint32_t qpn, const wire::Gid& peer, uint8_t sgid_index) {
-        abi::QpAttr attr{};
-        attr.qp_state = 1;
-        attr.port_num = 1;
-        REQUIRE(modify(qpn, 1 | 16 | 32 | 8, attr) == 0);
-        rig.port.sent().clear();
-        attr = {};
-        attr.qp_state = 2;
-        attr.path_mtu = 3;
-        attr.dest_qp_num = 0x99;
-        attr.max_dest_rd_atomic = 1;
-        std::memcpy(attr.ah_attr.dgid, peer.raw.data(), 16);
-        attr.ah_attr.sgid_index = sgid_index;
-        const uint32_t mask = 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15);
-        return abi::ModifyQpRequest{qpn, mask, attr};
-    }
-
-    // RESET -> INIT -> RTR -> RTS towards `dest` at `dgid`.
-    void connect(uint32_t qpn, uint32_t dest, const wire::Gid& dgid, uint8_t sgid_index = 0) {
-        abi::QpAttr a{};
-        a.qp_state = 1;
-        a.port_num = 1;
-        a.qp_access_flags = kLocalWrite | kRemoteWrite | kRemoteRead;
-        REQUIRE(modify(qpn, 1 | 16 | 32 | 8, a) == 0);
-        a = {};
-        a.qp_state = 2;
-        a.path_mtu = 3;
-        a.dest_qp_num = dest;
-        a.rq_psn = 100;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 1;
-        std::memcpy(a.ah_attr.dgid, dgid.raw.data(), 16);
-        a.ah_attr.sgid_index = sgid_index;
-        a.ah_attr.hop_limit = 64;
-        a.ah_attr.is_global = 1;
-        REQUIRE(modify(qpn, 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15), a) == 0);
-        a = {};
-        a.qp_state = 3;
-        a.sq_psn = 100;
-        a.timeout = 14;
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 1;
-        REQUIRE(modify(qpn, 1 | (1u << 16) | (1u << 9) | (1u << 10) | (1u << 11) | (1u << 13), a) == 0);
-    }
-
-    void post_recv(ClientQp& qp, uint64_t wr_id, uint64_t addr, uint32_t length) {
-        auto* slot = static_cast<uint8_t*>(qp.rq.entry(qp.rq_produced));
-        abi::RecvWqe w{wr_id, 1, 0};
-        abi::Sge g{addr, length, lkey};
-        std::memcpy(slot, &w, sizeof w);
-        std::memcpy(slot + sizeof w, &g, sizeof g);
-        qp.rq.publish(++qp.rq_produced);
-        ring(qp);
-    }
-
-    // The doorbell: the QP's bit, as the client library sets it after publishing.
-    void ring(const ClientQp& qp) { abi::ring_doorbell_slot(*doorbells, qp.reply.doorbell); }
-
-    void post_send(ClientQp& qp, uint64_t wr_id, uint8_t opcode, uint64_t addr, uint32_t length, uint32_t flags,
-                   uint64_t remote = 0) {
-        auto* slot = static_cast<uint8_t*>(qp.sq.entry(qp.sq_produced));
-        abi::SendWqe w{};
-        w.wr_id = wr_id;
-        w.opcode = opcode;
-        w.send_flags = flags;
-        w.num_sge = 1;
-        w.remote_addr = remote;
-        w.rkey = rkey;
-        abi::Sge g{addr, length, lkey};
-        std::memcpy(slot, &w, sizeof w);
-        std::memcpy(slot + abi::kSendWqeHeader, &g, sizeof g);
-        qp.sq.publish(++qp.sq_produced);
-        ring(qp);
-    }
-
-    std::vector<abi::Cqe> wait_cqes(size_t n, int max_turns = 500) {
-        std::vector<abi::Cqe> all;
-        for (int i = 0; i < max_turns && all.size() < n; ++i) {
-            rig.turn(10'000);
-            for (const auto& e : cq.poll()) all.push_back(e);
-        }
-        return all;
-    }
-
-    std::vector<abi::AsyncEventEntry> async_events(uint32_t& consumed) {
-        abi::RingView ring(async_ring->data, async_size, sizeof(abi::AsyncEventEntry));
-        std::vector<abi::AsyncEventEntry> out;
-        const uint32_t n = ring.ready(consumed);
-        for (uint32_t i = 0; i < n; ++i) {
-            abi::AsyncEventEntry e;
-            std::memcpy(&e, ring.entry(consumed++), sizeof e);
-            out.push_back(e);
-        }
-        ring.release(consumed);
-        return out;
-    }
-};
-
-const wire::Gid kOwnGid = wire::Gid::from_ipv4(port::test::kSelf.ipv4);
-const wire::Gid kOwnGid6 = wire::Gid::from_ipv6(port::test::kSelfIp6);  // GID 2
-
-}  // namespace
-
 TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this daemon (loopback)") {
     // Over the IPv4 GID and over our IPv6 GID fd77::1 (resolved to our own MAC, no ND).
     const uint8_t sgid = GENERATE(uint8_t{0}, uint8_t{2});
     INFO("sgid_index " << int{sgid});
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     CHECK(a.reply.sq_stride == abi::send_stride(2, 64));
@@ -268,12 +54,11 @@ TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this d
     CHECK(std::memcmp(s.buf.data + 4096, "hello over the rings", 21) == 0);
     CHECK(a.sq.header().consumer.load() == 1);
     CHECK(b.rq.header().consumer.load() == 1);
-    // Armed once: one event, the arm consumed, the channel's eventfd written.
+    // Armed once: one event, the arm consumed, a byte on the channel's socket.
     CHECK(s.cq.ring.header().arm.load() == abi::kArmNone);
     CHECK(s.cq.ring.header().events.load() == 1);
-    uint64_t v = 0;
-    CHECK(read(s.channel_fd, &v, sizeof v) == sizeof v);
-    CHECK(v == 1);
+    CHECK(ClientSession::drain(s.channel_fd) == 1);
+    CHECK((fcntl(s.channel_fd, F_GETFL) & O_NONBLOCK) == 0);  // blocking, until the application says
 
     // An unsignaled WRITE then a signaled one: one CQE, at the second WQE's index.
     std::memcpy(s.buf.data + 100, "written", 7);
@@ -310,7 +95,7 @@ TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this d
 
 TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     s.connect(a.qpn, b.qpn, kOwnGid);
@@ -339,7 +124,7 @@ TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {
 
 TEST_CASE("a corrupt ring moves the QP to error and raises IBV_EVENT_QP_FATAL") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     s.connect(a.qpn, b.qpn, kOwnGid);
@@ -359,8 +144,7 @@ TEST_CASE("a corrupt ring moves the QP to error and raises IBV_EVENT_QP_FATAL") 
     REQUIRE(events.size() == 1);
     CHECK(events[0].event_type == 1);
     CHECK(events[0].object == a.qpn);
-    uint64_t v = 0;
-    CHECK(read(s.async_fd, &v, sizeof v) == sizeof v);
+    CHECK(ClientSession::drain(s.async_fd) == 1);
     CHECK(a.sq.header().error.load() == 1);
     // The posted receive is flushed to the CQ.
     auto cqes = s.wait_cqes(1);
@@ -382,7 +166,7 @@ TEST_CASE("a corrupt ring moves the QP to error and raises IBV_EVENT_QP_FATAL") 
 
 TEST_CASE("ModifyQp with a path waits for ARP, then completes with the resolved MAC") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     const wire::Gid peer = wire::Gid::from_ipv4(port::test::kPeerIp);
     abi::ModifyQpRequest m = s.rtr_request(a.qpn, peer, 0);
@@ -435,7 +219,7 @@ TEST_CASE("ModifyQp with a path waits for ARP, then completes with the resolved 
 
 TEST_CASE("ModifyQp and CreateAh towards an IPv6 peer wait for neighbour discovery") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     const wire::Gid peer = wire::Gid::from_ipv6(port::test::kPeerIp6);
     const abi::ModifyQpRequest m = s.rtr_request(a.qpn, peer, 2);  // from fd77::1
@@ -504,7 +288,7 @@ TEST_CASE("ModifyQp and CreateAh towards an IPv6 peer wait for neighbour discove
 
 TEST_CASE("the sleeping protocol: a pending doorbell or a kick ends a nap at once") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     s.connect(a.qpn, b.qpn, kOwnGid);
@@ -524,16 +308,16 @@ TEST_CASE("the sleeping protocol: a pending doorbell or a kick ends a nap at onc
     rig.host->sleep(20'000'000);
     CHECK(Clock::now() - t0 >= std::chrono::milliseconds(15));
 
-    // A client that saw `sleeping` writes the kick eventfd: the daemon wakes.
+    // A client that saw `sleeping` writes its session's kick eventfd: the daemon wakes.
     RawClient other(rig.host->socket_path());
     Reply again = rig.hello(other);
-    REQUIRE(again.fds.size() == 3);
+    REQUIRE(again.fds.size() == 5);
     // Each session has its own kick eventfd: one client cannot read (and swallow) another's kicks.
     const uint64_t one = 1;
     uint64_t got = 0;
     RawClient third(rig.host->socket_path());
     Reply third_hello = rig.hello(third);
-    REQUIRE(third_hello.fds.size() == 3);
+    REQUIRE(third_hello.fds.size() == 5);
     REQUIRE(write(again.fds[1], &one, sizeof one) == sizeof one);
     CHECK(read(third_hello.fds[1], &got, sizeof got) == -1);
     CHECK(errno == EAGAIN);
@@ -547,7 +331,7 @@ TEST_CASE("the sleeping protocol: a pending doorbell or a kick ends a nap at onc
 
 TEST_CASE("shutdown: DEVICE_FATAL to every session, QPs flushed into the rings, socket removed") {
     Rig rig;
-    Setup s(rig);
+    ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     s.connect(a.qpn, b.qpn, kOwnGid);

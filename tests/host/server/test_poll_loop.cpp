@@ -82,7 +82,7 @@ TEST_CASE("poll loop: a kick or a control message ends a nap") {
     daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
     RawClient c(rig.host->socket_path());
     Reply hello = rig.hello(c);
-    REQUIRE(hello.fds.size() == 3);
+    REQUIRE(hello.fds.size() == 5);
     const int kick = hello.fds[1];
 
     auto client = when_asleep(rig, [kick] {

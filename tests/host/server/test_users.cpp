@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "rnic/host/client/verbs_values.hpp"
 #include "socket_io.hpp"
@@ -89,19 +90,16 @@ Result<std::unique_ptr<Connection>> Connection::adopt(int socket_fd) try {
 }
 
 int Connection::say_hello() {
-    async_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (async_fd_ < 0) return errno;
     const abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
     std::vector<uint8_t> reply;
     std::vector<int> fds;
-    const int out[1] = {async_fd_};
-    const int rc = call(abi::Op::Hello, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, out, &reply, &fds);
+    const int rc = call(abi::Op::Hello, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, &reply, &fds);
     if (rc != 0) return rc == EIO ? ECONNRESET : rc;
     struct FdCloser {
         std::vector<int>& fds;
         ~FdCloser() { detail::close_all(fds); }
     } closer{fds};
-    if (reply.size() != sizeof hello_ || fds.size() != 3) return EPROTO;
+    if (reply.size() != sizeof hello_ || fds.size() != 5) return EPROTO;
     std::memcpy(&hello_, reply.data(), sizeof hello_);
     device_name_.assign(hello_.device_name, strnlen(hello_.device_name, sizeof hello_.device_name));
     if (hello_.gid_count > abi::kMaxGids) hello_.gid_count = abi::kMaxGids;
@@ -115,8 +113,9 @@ int Connection::say_hello() {
     status_ = static_cast<const abi::StatusPage*>(status);
     status_bytes_ = hello_.status_page_size;
 
-    kick_fd_ = fds[1];
-    fds[1] = -1;
+    kick_fd_ = std::exchange(fds[1], -1);
+    async_fd_ = std::exchange(fds[3], -1);
+    async_wake_fd_ = std::exchange(fds[4], -1);
 
     if (!abi::is_power_of_two(hello_.async_ring_size)) return EPROTO;
     const size_t ring_bytes = abi::ring_bytes(hello_.async_ring_size, sizeof(abi::AsyncEventEntry));
@@ -197,10 +196,13 @@ Connection::~Connection() {
     // The daemon reclaims everything of this session when the socket closes.
     if (socket_ >= 0) close(socket_);
     for (auto& [lkey, mr] : mrs_) PageSharer::instance().release(mr->shared);
-    for (auto& [handle, ch] : channels_) close(ch->fd);
+    for (auto& [handle, ch] : channels_) {
+        close(ch->fd);
+        close(ch->wake_fd);
+    }
     if (status_ != nullptr) munmap(const_cast<abi::StatusPage*>(status_), status_bytes_);
-    if (kick_fd_ >= 0) close(kick_fd_);
-    if (async_fd_ >= 0) close(async_fd_);
+    for (int fd : {kick_fd_, async_fd_, async_wake_fd_})
+        if (fd >= 0) close(fd);
 }
 
 int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const int> fds_out,
@@ -262,16 +264,15 @@ int Connection::call(abi::Op op, std::span<const uint8_t> body, std::span<const 
 
 void Connection::mark_dead() noexcept {
     if (dead_.exchange(true, std::memory_order_acq_rel)) return;
-    const uint64_t one = 1;
     {
         std::lock_guard lock(objects_lock_);
         // Wake every waiter: a sleeping application must come and poll its flush completions.
         for (auto& [handle, ch] : channels_) {
             for (Cq* cq : ch->cqs) cq->death_event_pending = true;
-            if (!ch->cqs.empty()) (void)!write(ch->fd, &one, sizeof one);
+            if (!ch->cqs.empty()) detail::send_byte(ch->wake_fd);
         }
     }
-    (void)!write(async_fd_, &one, sizeof one);
+    if (async_wake_fd_ >= 0) detail::send_byte(async_wake_fd_);
 }
 
 bool Connection::probe_dead() noexcept {

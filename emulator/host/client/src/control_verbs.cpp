@@ -1,5 +1,4 @@
 // The control verbs: one request each, objects kept with what the daemon granted.
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,18 +172,16 @@ int Connection::dereg_mr(Mr* mr) try {
 
 Result<CompChannel*> Connection::create_comp_channel() try {
     std::lock_guard v(verbs_lock_);
-    const int fd = eventfd(0, EFD_CLOEXEC);
-    if (fd < 0) return Error{errno};
     std::vector<uint8_t> reply;
-    const int fds[1] = {fd};
+    std::vector<int> fds;
     abi::HandleReply r{};
-    int rc = call(abi::Op::CreateCompChannel, {}, fds, &reply, nullptr);
-    if (rc == 0 && !parse(reply, r)) rc = EPROTO;
+    int rc = call(abi::Op::CreateCompChannel, {}, {}, &reply, &fds);
+    if (rc == 0 && (!parse(reply, r) || fds.size() != 2)) rc = EPROTO;
     if (rc != 0) {
-        close(fd);
+        detail::close_all(fds);
         return Error{rc};
     }
-    auto ch = std::make_unique<CompChannel>(CompChannel{this, r.handle, fd, {}});
+    auto ch = std::make_unique<CompChannel>(CompChannel{this, r.handle, fds[0], fds[1], {}});
     CompChannel* raw = ch.get();
     std::lock_guard lock(objects_lock_);
     channels_[r.handle] = std::move(ch);
@@ -206,6 +203,7 @@ int Connection::destroy_comp_channel(CompChannel* channel) try {
         return rc;
     std::lock_guard lock(objects_lock_);
     close(channel->fd);
+    close(channel->wake_fd);
     channels_.erase(channel->handle);
     return 0;
 } catch (...) {  // allocation failure: verbs report it as ENOMEM

@@ -1,5 +1,5 @@
-// Completion events (channels) and asynchronous events: eventfds the daemon writes, counters
-// and a ring in shared memory that say what happened.
+// Completion events (channels) and asynchronous events: sockets the daemon writes a byte to
+// ("look"), counters and a ring in shared memory that say what happened.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 
 #include "rnic/host/client/connection.hpp"
 #include "rnic/host/client/verbs_values.hpp"
+#include "socket_io.hpp"
 
 namespace rnic::host::client {
 
@@ -22,22 +23,19 @@ int Connection::wait_event_fd(int fd) noexcept {
     if (n < 0) return errno;  // EINTR too: ibv_get_cq_event's read() would fail the same way
     if (!dead() && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) mark_dead();
     if ((p[0].revents & POLLIN) != 0) {
-        uint64_t count;
-        if (read(fd, &count, sizeof count) < 0 && errno != EAGAIN) return errno;
+        detail::drain(fd);
         return 0;
     }
     return n == 0 ? EAGAIN : 0;
 }
 
-void Connection::settle_event_fd(int fd, bool more) noexcept {
-    const uint64_t one = 1;
+void Connection::settle_event_fd(int fd, int wake_fd, bool more) noexcept {
     if (more) {
-        (void)!write(fd, &one, sizeof one);
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 0) != 1 || (p.revents & POLLIN) == 0) detail::send_byte(wake_fd);
         return;
     }
-    pollfd p{fd, POLLIN, 0};
-    uint64_t count;
-    if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0) (void)!read(fd, &count, sizeof count);
+    detail::drain(fd);
 }
 
 bool Connection::channel_has_events(const CompChannel* channel) const noexcept {
@@ -74,11 +72,11 @@ Result<Cq*> Connection::get_cq_event(CompChannel* channel) try {
             if (found != nullptr) more = channel_has_events(channel);
         }
         if (found != nullptr) {
-            settle_event_fd(channel->fd, more);
+            settle_event_fd(channel->fd, channel->wake_fd, more);
             if (!more) {
                 // An event that landed between the check and the drain must stay visible.
                 std::lock_guard lock(objects_lock_);
-                if (channel_has_events(channel)) settle_event_fd(channel->fd, true);
+                if (channel_has_events(channel)) settle_event_fd(channel->fd, channel->wake_fd, true);
             }
             return found;
         }
@@ -146,10 +144,10 @@ int Connection::get_async_event(AsyncEvent* event) try {
             }
         }
         if (got) {
-            settle_event_fd(async_fd_, more);
+            settle_event_fd(async_fd_, async_wake_fd_, more);
             if (!more) {
                 std::lock_guard lock(objects_lock_);
-                if (async_ring_.ready(async_consumed_) != 0) settle_event_fd(async_fd_, true);
+                if (async_ring_.ready(async_consumed_) != 0) settle_event_fd(async_fd_, async_wake_fd_, true);
             }
             return 0;
         }

@@ -55,7 +55,9 @@ int set_identity(Segment& s) {
 // The pages of a private mapping become a memfd at the same address: copy into the memfd, map it
 // temporarily, then move that mapping over the original (mremap replaces atomically).
 int replace_with_memfd(Segment& s, const Vma& v) {
-    const int fd = memfd_create("rnic-mr", MFD_CLOEXEC);
+    // Sealable, so rnicd can forbid shrinking it (F_SEAL_SHRINK) for as long as it maps it: a
+    // shrunk memfd would cost every access to the lost pages a fault in the daemon.
+    const int fd = memfd_create("rnic-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return errno;
     s.fd = fd;
     if (ftruncate(fd, static_cast<off_t>(s.length)) != 0) return errno;

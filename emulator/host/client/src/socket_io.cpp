@@ -73,4 +73,18 @@ void close_all(std::vector<int>& fds) noexcept {
     fds.clear();
 }
 
+void send_byte(int fd) noexcept {
+    const char byte = 1;
+    (void)!send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void drain(int fd) noexcept {
+    char buf[256];
+    for (int i = 0; i < 64; ++i) {
+        const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < static_cast<ssize_t>(sizeof buf)) return;
+    }
+}
+
 }  // namespace rnic::host::client::detail

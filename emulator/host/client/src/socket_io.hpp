@@ -16,4 +16,9 @@ int receive_message(int fd, std::vector<uint8_t>& bytes, std::vector<int>& fds);
 
 void close_all(std::vector<int>& fds) noexcept;
 
+// The notification sockets (a completion channel, async events: one byte means "look"): one
+// byte sent without blocking or SIGPIPE, and everything queued read without blocking.
+void send_byte(int fd) noexcept;
+void drain(int fd) noexcept;
+
 }  // namespace rnic::host::client::detail

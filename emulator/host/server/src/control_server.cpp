@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "notify_socket.hpp"
 #include "peer_process.hpp"
 #include "service_impl.hpp"
 
@@ -88,7 +89,7 @@ bool known_op(uint16_t op) {
 }
 
 uint32_t fds_wanted(Op op) {
-    return op == Op::Hello || op == Op::ShareSegment || op == Op::CreateCompChannel ? 1 : 0;
+    return op == Op::ShareSegment ? 1 : 0;
 }
 
 // Linux resolves a RoCE path like an IP route and replaces the application's hop limit with the
@@ -256,15 +257,6 @@ void close_fds(std::vector<int>& fds) {
     for (int& fd : fds)
         if (fd >= 0) close(fd);
     fds.clear();
-}
-
-// The daemon writes these from its poll loop: anything but an eventfd could block it (a full
-// pipe) or kill it (SIGPIPE), so nothing else is accepted.
-bool is_eventfd(int fd) {
-    char link[64];
-    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
-    const ssize_t n = readlink(proc.c_str(), link, sizeof link - 1);
-    return n > 0 && std::string_view(link, static_cast<size_t>(n)) == "anon_inode:[eventfd]";
 }
 
 int take_fd(std::vector<int>& fds) {
@@ -462,7 +454,10 @@ void HostService::Impl::on_readable(const std::shared_ptr<Session>& s) {
     }
     dispatch(*s, h, body, fds);
     close_fds(fds);
-    if (!s->closed) read_next(s);
+    if (!s->closed) {
+        read_next(s);
+        arm_kick(s);  // from Hello on
+    }
 }
 
 bool HostService::Impl::reply(Session& s, const MessageHeader& request, int result, std::span<const uint8_t> body,
@@ -589,14 +584,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::Hello: {
             HelloRequest req{};
             body_as(body, req);
-            const int async_fd = take_fd(fds);
-            if (!is_eventfd(async_fd)) {
-                close(async_fd);
-                reject(s, h, EINVAL, "async descriptor is not an eventfd");
-                return;
-            }
             if (!s.peer_known) {
-                close(async_fd);
                 ++counters.sessions_refused;
                 spdlog::warn("session {}: Hello refused: the peer's credentials are unknown", s.id);
                 reply(s, h, EACCES);
@@ -607,7 +595,6 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             // ibv_open_device gets it. Sessions whose peer already closed do not count.
             if (held_by(s.uid, Resource::Sessions) >= limits_of(s.uid)[Resource::Sessions]) reap_hung_up(s.uid, s);
             if (int rc = charge(s, Resource::Sessions); rc) {
-                close(async_fd);
                 ++counters.sessions_refused;
                 reply(s, h, rc);
                 close_session(s, "refused");
@@ -615,20 +602,27 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             }
             const uint32_t entries = round_up_power_of_two(std::max<uint32_t>(config.async_ring_entries, 1));
             const size_t doorbell_offset = page_round(ring_bytes(entries, sizeof(AsyncEventEntry)));
-            const int kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-            const int rc =
-                kick_fd < 0 ? errno : s.async_memory.create("rnic-async", doorbell_offset + sizeof(DoorbellBits));
-            if (rc) {
-                close(async_fd);
-                if (kick_fd >= 0) close(kick_fd);
+            if (int rc = s.async_memory.create("rnic-async", doorbell_offset + sizeof(DoorbellBits)); rc) {
                 uncharge(s, Resource::Sessions);
                 return fail(rc);
             }
-            s.kick.emplace(io, kick_fd);
-            arm_kick(sessions.at(s.id));
+            // The daemon makes the session's notification descriptors itself (notify_socket.hpp):
+            // none can make its writes or reads wait, whatever the client does to them.
+            int kick_fd = -1;
+            if (int rc = make_kick(kick_fd); rc) {
+                uncharge(s, Resource::Sessions);
+                return fail(rc);
+            }
+            NotifyPair async_pair;
+            if (int rc = make_notify_pair(async_pair); rc) {
+                close(kick_fd);
+                uncharge(s, Resource::Sessions);
+                return fail(rc);
+            }
             s.async_ring = init_ring(s.async_memory.data(), entries, sizeof(AsyncEventEntry));
             s.doorbells = new (s.async_memory.data() + doorbell_offset) DoorbellBits{};
-            s.async_fd = async_fd;
+            s.async_fd = async_pair.daemon;
+            s.kick.emplace(io, kick_fd);
             s.hello_done = true;
             auto out = std::make_unique<HelloReply>();
             std::memset(out.get(), 0, sizeof *out);
@@ -646,9 +640,12 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
             out->doorbell_offset = static_cast<uint32_t>(doorbell_offset);
-            const int out_fds[3] = {status_memory.fd(), kick_fd, s.async_memory.fd()};
+            const int out_fds[5] = {status_memory.fd(), kick_fd, s.async_memory.fd(), async_pair.client,
+                                    async_pair.daemon};
             spdlog::info("session {}: hello from pid {} uid {} (client pid {})", s.id, s.pid, s.uid, req.pid);
-            return ok(*out, out_fds);
+            ok(*out, out_fds);
+            close(async_pair.client);
+            return;
         }
         case Op::AllocPd: {
             if (int rc = charge(s, Resource::Pds); rc) return fail(rc);
@@ -682,6 +679,9 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             }
             auto seg = std::make_shared<Segment>();
             if (int rc = seg->memory.map_client(fd, req.length); rc) return fail(rc);
+            if (!seg->memory.sealed())
+                spdlog::debug("session {}: segment {} cannot be sealed against shrinking; accesses to it are guarded",
+                              s.id, req.segment_id);
             s.segments.emplace(req.segment_id, std::move(seg));
             return fail(0);
         }
@@ -762,10 +762,14 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             return fail(rc);
         }
         case Op::CreateCompChannel: {
-            if (!is_eventfd(fds.front())) return fail(EINVAL);
+            NotifyPair pair;
+            if (int rc = make_notify_pair(pair); rc) return fail(rc);
             const uint32_t handle = s.next_channel++;
-            s.channels.emplace(handle, std::make_shared<Channel>(take_fd(fds)));
-            return ok(HandleReply{handle, 0});
+            s.channels.emplace(handle, std::make_shared<Channel>(pair.daemon));
+            const int out_fds[2] = {pair.client, pair.daemon};
+            ok(HandleReply{handle, 0}, out_fds);
+            close(pair.client);
+            return;
         }
         case Op::DestroyCompChannel: {
             HandleRequest req{};

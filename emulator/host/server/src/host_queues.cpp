@@ -413,8 +413,7 @@ size_t HostService::Impl::deliver_cq(HostCq& cq) {
     if (abi::take_arm_after_publish(hdr, notify_solicited)) {
         hdr.events.fetch_add(1, std::memory_order_release);
         ++counters.cq_events;
-        const uint64_t one = 1;
-        if (cq.channel_ref) (void)!write(cq.channel_ref->fd, &one, sizeof one);
+        if (cq.channel_ref) cq.channel_ref->notify();
     }
     return cq.produced - start;
 }

@@ -1,7 +1,6 @@
-// HostService's glue: set-up (status page, kick eventfd, socket), the per-turn call, sleeping
-// inside Asio without losing a doorbell, and shutdown.
+// HostService's glue: set-up (status page, socket), the per-turn call, the sessions' kick
+// eventfds, sleeping inside Asio without losing a doorbell, and shutdown.
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "notify_socket.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -46,26 +46,32 @@ HostService::Impl::~Impl() {
     if (wake) (void)wake->release();  // the port's, not ours to close
 }
 
+// Each session kicks on its own eventfd, so no client can take another's kick (one shared
+// eventfd, which any client could read, let one client make the daemon sleep through the
+// others' doorbells until the nap cap). The wait is armed again by its handler: it stays armed
+// across naps, so a kick written while the daemon is awake is taken by the next poll_control and
+// costs no wake-up. The client shares the eventfd's file description and may have cleared
+// O_NONBLOCK and taken the count between the readiness and our read: take_kick never waits.
 void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
-    if (s->kick_armed || !s->kick || s->closed) return;
+    if (s->closed || !s->kick || s->kick_armed) return;
     s->kick_armed = true;
-    s->kick->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                        [this, s](const boost::system::error_code& ec) {
-                            s->kick_armed = false;
-                            if (ec || s->closed) return;
-                            woken = true;
-                            kicked = true;
-                            ++counters.kicks;
-                            uint64_t v;
-                            (void)!read(s->kick->native_handle(), &v, sizeof v);
-                        });
-}
-
-// A session's kick wait stays armed across naps; only one consumed since the last nap needs
-// arming again.
-void HostService::Impl::arm_kicks() {
-    for (const auto& [id, s] : sessions)
-        if (!s->kick_armed) arm_kick(s);
+    s->kick->async_wait(Session::Socket::wait_read, [this, s](const boost::system::error_code& ec) {
+        s->kick_armed = false;
+        if (ec || s->closed || !s->kick) return;
+        const int rc = take_kick(s->kick->native_handle());
+        if (rc > 0) {
+            woken = true;
+            kicked = true;
+            ++counters.kicks;
+        }
+        if (rc < 0) {
+            // Cannot happen after start()'s check; waiting again would spin on the readiness.
+            spdlog::error("session {}: kick eventfd unreadable ({}); no more kicks from it", s->id, std::strerror(-rc));
+            s->kick.reset();
+            return;
+        }
+        arm_kick(s);
+    });
 }
 
 // Asio's reactor registers descriptors edge-triggered, but starting a wait re-polls the
@@ -112,7 +118,6 @@ void HostService::Impl::cancel_nap() {
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = false;
-    arm_kicks();
     if (wake_on_rx) arm_wake();
 }
 
@@ -137,8 +142,8 @@ void HostService::Impl::arm_nap_timer(uint64_t max_ns) {
 
 NapEnd HostService::Impl::end_nap() {
     status->sleeping.store(0, std::memory_order_relaxed);
-    // A kick that races our waking is not read here: the armed kick wait reads it (a spurious
-    // wake at worst), which keeps a syscall off every wake-up.
+    // A kick that races our waking is not read here: the session's armed kick wait reads it (a
+    // spurious wake at worst), which keeps a syscall off every wake-up.
     if (kicked) return NapEnd::Kick;
     if (wake_fired) return NapEnd::Wake;
     if (woken) return NapEnd::Control;
@@ -190,9 +195,14 @@ HostService::~HostService() = default;
 
 void HostService::start() {
     Impl& m = *impl_;
-    if (int rc = m.status_memory.create_sealed("rnic-status", sizeof(abi::StatusPage)); rc)
+    // Read-only for clients: `sleeping` is the daemon's half of the doorbell protocol, and a
+    // client clearing it would stop every other client's kicks.
+    if (int rc = m.status_memory.create("rnic-status", sizeof(abi::StatusPage), SharedMemory::ClientAccess::ReadOnly);
+        rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
+    if (!kick_reads_never_wait())
+        throw std::runtime_error("this kernel cannot read an eventfd without waiting (preadv2 RWF_NOWAIT)");
     m.listen();
     spdlog::info("control socket {} (mode {:04o}{})", m.path, m.config.socket_mode,
                  m.config.socket_gid ? ", group " + std::to_string(*m.config.socket_gid) : std::string());

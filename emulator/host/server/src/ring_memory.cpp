@@ -16,31 +16,19 @@ SharedMemory& SharedMemory::operator=(SharedMemory&& o) noexcept {
         fd_ = o.fd_;
         addr_ = o.addr_;
         size_ = o.size_;
+        sealed_ = o.sealed_;
         o.fd_ = -1;
         o.addr_ = nullptr;
         o.size_ = 0;
+        o.sealed_ = false;
     }
     return *this;
 }
 
-int SharedMemory::create(const char* name, size_t bytes) {
-    return create_memfd(name, bytes, MFD_CLOEXEC);
-}
-
-int SharedMemory::create_sealed(const char* name, size_t bytes) {
-    if (int rc = create_memfd(name, bytes, MFD_CLOEXEC | MFD_ALLOW_SEALING); rc) return rc;
-    if (fcntl(fd_, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-        const int e = errno;
-        reset();
-        return e;
-    }
-    return 0;
-}
-
-int SharedMemory::create_memfd(const char* name, size_t bytes, unsigned flags) {
+int SharedMemory::create(const char* name, size_t bytes, ClientAccess access) {
     reset();
     const size_t size = page_round(bytes);
-    const int fd = memfd_create(name, flags);
+    const int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return errno;
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         const int e = errno;
@@ -53,9 +41,22 @@ int SharedMemory::create_memfd(const char* name, size_t bytes, unsigned flags) {
         close(fd);
         return e;
     }
+    // F_SEAL_FUTURE_WRITE refuses writable mappings and write() from now on, and (since it came
+    // with the seal in Linux 5.1) clears VM_MAYWRITE on later read-only shared mappings, so a
+    // client cannot mprotect one writable either; the daemon's mapping above keeps writing.
+    // F_SEAL_SEAL last: a client could otherwise add F_SEAL_WRITE-like seals of its own.
+    int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    if (access == ClientAccess::ReadOnly) seals |= F_SEAL_FUTURE_WRITE;
+    if (fcntl(fd, F_ADD_SEALS, seals) != 0) {
+        const int e = errno;
+        munmap(p, size);
+        close(fd);
+        return e;
+    }
     fd_ = fd;
     addr_ = p;
     size_ = size;
+    sealed_ = true;
     return 0;
 }
 
@@ -66,9 +67,18 @@ int SharedMemory::map_client(int fd, size_t length) {
         close(fd);
         return EINVAL;
     }
-    // Best effort: a client that shrinks the file under us would make the engine fault. memfds
-    // created with MFD_ALLOW_SEALING take the seal; others (map_files fallback) cannot.
+    // A client that shrinks the file under us would make the engine's next access to the lost
+    // pages fault. The client library's memfds take the seal; a file passed through map_files
+    // (or a memfd made without MFD_ALLOW_SEALING) refuses it with EINVAL or EPERM, and is left
+    // to the engine's guarded accesses. Whatever F_ADD_SEALS said, F_GET_SEALS is the truth
+    // (the client may have sealed it itself).
     (void)fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
+    const int seals = fcntl(fd, F_GET_SEALS);
+    // The size is checked after sealing: before, the client could shrink it between the two.
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < length) {
+        close(fd);
+        return EINVAL;
+    }
     void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         const int e = errno;
@@ -78,6 +88,7 @@ int SharedMemory::map_client(int fd, size_t length) {
     fd_ = fd;
     addr_ = p;
     size_ = length;
+    sealed_ = seals > 0 && (seals & F_SEAL_SHRINK) != 0;
     return 0;
 }
 
@@ -87,6 +98,7 @@ void SharedMemory::reset() noexcept {
     fd_ = -1;
     addr_ = nullptr;
     size_ = 0;
+    sealed_ = false;
 }
 
 abi::RingView init_ring(void* base, uint32_t entries, uint32_t entry_size) {

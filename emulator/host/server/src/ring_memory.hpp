@@ -25,27 +25,32 @@ public:
     SharedMemory(const SharedMemory&) = delete;
     SharedMemory& operator=(const SharedMemory&) = delete;
 
-    // A new zeroed memfd of `bytes` (page-rounded), mapped read-write. 0 or an errno.
-    int create(const char* name, size_t bytes);
-    // As create(), then sealed so that no one can write it but through this mapping: every
-    // session maps the status page, and a writable mapping would let one user's client change
-    // what every other user's reads (F_SEAL_FUTURE_WRITE: mmap with PROT_WRITE and write() fail
-    // with EPERM, whatever the descriptor's mode).
-    int create_sealed(const char* name, size_t bytes);
+    // What a client may do with a memfd the daemon hands it: map it read-write (rings), or only
+    // read it (the status page: no writable mapping, no write(), not even through /proc).
+    enum class ClientAccess : uint8_t { ReadWrite, ReadOnly };
+
+    // A new zeroed memfd of `bytes` (page-rounded), mapped read-write here, then sealed so no
+    // client can change its size (a shrunk ring would be SIGBUS on the daemon's next access) or
+    // its seals; ReadOnly adds F_SEAL_FUTURE_WRITE after the daemon's own mapping. 0 or an errno.
+    int create(const char* name, size_t bytes, ClientAccess access = ClientAccess::ReadWrite);
     // Maps `length` bytes of a client's fd (taken over: closed with this object). 0 or an errno;
     // EINVAL when the file is shorter than `length` (touching past its end would be SIGBUS).
+    // Adds F_SEAL_SHRINK where the file takes it (a memfd made with MFD_ALLOW_SEALING): sealed()
+    // says whether it did. Other files (map_files, an unsealable memfd) can still shrink under
+    // the mapping; the engine's accesses to them are guarded instead (rnic/memory/fault_guard.hpp).
     int map_client(int fd, size_t length);
     void reset() noexcept;
 
     int fd() const noexcept { return fd_; }
     uint8_t* data() const noexcept { return static_cast<uint8_t*>(addr_); }
     size_t size() const noexcept { return size_; }
+    bool sealed() const noexcept { return sealed_; }
 
 private:
-    int create_memfd(const char* name, size_t bytes, unsigned flags);
     int fd_ = -1;
     void* addr_ = nullptr;
     size_t size_ = 0;
+    bool sealed_ = false;  // the file cannot shrink below the mapping
 };
 
 // Writes the daemon-owned, write-once fields of a ring header at `base` and returns its view.

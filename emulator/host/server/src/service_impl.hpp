@@ -77,8 +77,8 @@ struct HostService::Impl {
     uint64_t nap_generation = 0;
     bool nap_timer_armed = false;
     bool nap_done = false;
-    bool woken = false;  // a control message or a kick: the loop has work
-    bool kicked = false;
+    bool woken = false;   // a control message or a kick: the loop has work
+    bool kicked = false;  // some session's kick eventfd was written
 
     // What each uid holds on this device, for its caps (user_limits.cpp).
     struct UserUsage {
@@ -166,7 +166,6 @@ struct HostService::Impl {
 
     // ---- host_service.cpp ----
     void arm_kick(const std::shared_ptr<Session>& s);
-    void arm_kicks();
     void arm_wake();
     void set_wake_fd(int fd);
     bool begin_nap();

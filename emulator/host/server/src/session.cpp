@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "notify_socket.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -37,6 +38,10 @@ void Session::release_doorbell(uint32_t slot) noexcept {
     free_doorbells.push_back(slot);
 }
 
+void Channel::notify() const noexcept {
+    server::notify(fd);
+}
+
 void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
     if (s.closed || !s.async_ring.valid()) return;
     if (s.async_ring.free_slots(s.async_produced) == 0) {
@@ -48,8 +53,7 @@ void HostService::Impl::push_async(Session& s, uint32_t type, uint32_t object) {
     std::memcpy(s.async_ring.entry(s.async_produced), &e, sizeof e);
     s.async_ring.publish(++s.async_produced);
     ++counters.async_events;
-    const uint64_t one = 1;
-    if (s.async_fd >= 0) (void)!write(s.async_fd, &one, sizeof one);
+    if (s.async_fd >= 0) notify(s.async_fd);
 }
 
 void HostService::Impl::close_session(Session& s, const char* why) {
@@ -58,6 +62,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     boost::system::error_code ec;
     s.socket.close(ec);
     if (s.deferred) --deferred_sessions;
+    s.kick.reset();  // cancels its wait
     s.deferred.reset();
     s.kick.reset();  // closes it; an armed wait completes as aborted
 

@@ -25,7 +25,9 @@
 namespace rnic::host::server {
 
 // A client memfd mapped once; MRs hold it, so ReleaseSegment (or the session ending) unmaps it
-// only after the last MR over it is gone.
+// only after the last MR over it is gone. memory.sealed(): the file cannot shrink under the
+// mapping; an unsealed one can, and only the engine's fault guard stands between a client's
+// ftruncate and a SIGBUS in the daemon (Stats counts them per session: segments_unsealed).
 struct Segment {
     SharedMemory memory;
 };
@@ -39,11 +41,13 @@ struct HostMr {
     std::vector<std::shared_ptr<Segment>> segments;
 };
 
+// A completion channel: the daemon's end of its notification socket (notify_socket.hpp).
 struct Channel {
     explicit Channel(int f) : fd(f) {}
     ~Channel();
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
+    void notify() const noexcept;
     int fd;
 };
 
@@ -84,12 +88,11 @@ struct Session {
     bool closed = false;
     bool reading = false;
 
-    // The session's own kick eventfd (docs/host_interface.md, "Doorbells"): one shared by every
-    // session would let any client read, and so swallow, the others' kicks.
+    int async_fd = -1;  // the daemon's end of the async notification socket, a byte per event
+    // The session's kick eventfd (the client writes it when it rings a doorbell of a sleeping
+    // daemon; the daemon reads it with RWF_NOWAIT only, see notify_socket.hpp).
     std::optional<Socket> kick;
     bool kick_armed = false;
-
-    int async_fd = -1;          // the client's eventfd, written after each async event
     SharedMemory async_memory;  // the async ring, then the doorbell bits
     abi::RingView async_ring;
     abi::DoorbellBits* doorbells = nullptr;

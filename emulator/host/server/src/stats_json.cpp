@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "rnic/memory/memory_table.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -62,6 +63,11 @@ std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const 
     json counters_doc = json::object();
     for (const auto& [name, v] : engine.device_counters().list()) counters_doc[std::string(name)] = v;
     for (const auto& [name, v] : engine.total_qp_counters().list()) counters_doc[std::string(name)] = v;
+    // Why keys and accesses were refused, by kind; *_access_fault are accesses to pages a client
+    // took away (its file shrunk under the daemon's mapping).
+    for (const auto& [name, v] : engine.memory().counters())
+        if (name.starts_with("local_access_") || name.starts_with("remote_access_"))
+            counters_doc[std::string(name)] = v;
     const ServiceCounters& c = counters;
     const std::pair<const char*, uint64_t> own[] = {
         {"host_sessions_opened", c.sessions_opened},
@@ -104,6 +110,8 @@ std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const 
         if (!visible(s->uid)) continue;
         uint64_t pinned_pages = 0;
         for (const auto& [lkey, mr] : s->mrs) pinned_pages += mr.pinned_pages;
+        const auto unsealed =
+            std::count_if(mapped.begin(), mapped.end(), [](const Segment* seg) { return !seg->memory.sealed(); });
         sessions_doc.push_back({{"id", s->id},
                                 {"pid", s->pid},
                                 {"uid", s->uid},
@@ -115,7 +123,8 @@ std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const 
                                 {"ahs", s->ahs.size()},
                                 {"channels", s->channels.size()},
                                 {"segments", mapped.size()},
-                                {"pinned_pages", pinned_pages}});
+                                {"pinned_pages", pinned_pages},
+                                {"segments_unsealed", unsealed}});
     }
     doc["sessions"] = sessions_doc;
     // What each uid holds against its caps ("max": none but the device's).

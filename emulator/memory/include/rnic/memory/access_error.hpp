@@ -2,7 +2,7 @@
 // or a completion status per packet.
 //
 // Mapping for the engine (IBA 9.7.5.2.x / rxe_resp.c): on the responder, InvalidKey,
-// PdMismatch, AccessDenied and OutOfBounds are all a Remote Access Error NAK; Misaligned
+// PdMismatch, AccessDenied, OutOfBounds and Fault are all a Remote Access Error NAK; Misaligned
 // (atomic) is an Invalid Request NAK. On the local side (SGE lkeys) every kind is a local
 // protection error (IBV_WC_LOC_PROT_ERR).
 #pragma once
@@ -20,9 +20,10 @@ enum class AccessError : uint8_t {
     AccessDenied,  // the MR lacks a right the operation needs
     OutOfBounds,   // [va, va + length) is not inside [iova, iova + mr length)
     Misaligned,    // an atomic on an address that is not 8-byte aligned
+    Fault,         // the pages behind the region are gone (a client shrank its file): SIGBUS, caught
 };
 
-inline constexpr std::size_t kAccessErrorKinds = 6;
+inline constexpr std::size_t kAccessErrorKinds = 7;
 
 std::string_view access_error_name(AccessError error) noexcept;
 

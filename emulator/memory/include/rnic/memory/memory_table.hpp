@@ -67,10 +67,13 @@ public:
 
     // Write `src` into registered memory at va. Checks as check_access with the right a write
     // by the NIC needs: REMOTE_WRITE for an rkey (RDMA WRITE), LOCAL_WRITE for an lkey
-    // (receive buffer, READ response or atomic result landing). Nothing is written on error.
+    // (receive buffer, READ response or atomic result landing). Nothing is written on a check
+    // error; on Fault (the region's pages vanished mid-copy, SIGBUS caught) the bytes before the
+    // lost page may have been.
     AccessError copy_in(uint32_t key, uint32_t pd, uint64_t va, std::span<const uint8_t> src, bool remote);
     // Read registered memory at va into `dst`: REMOTE_READ for an rkey (RDMA READ), no right
-    // for an lkey (a local key may always be read: SEND and WRITE payloads).
+    // for an lkey (a local key may always be read: SEND and WRITE payloads). Fault as copy_in
+    // (`dst` then holds a partial copy).
     AccessError copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote);
 
     // Responder atomics on 8 bytes at va, values in host byte order (the engine converts the
@@ -78,6 +81,7 @@ public:
     // before the key, as the request itself is malformed) and host address (a region whose
     // iova and host address disagree mod 8 cannot be operated on atomically: Misaligned).
     // Done with std::atomic_ref so an application touching the word concurrently stays defined.
+    // A word whose page vanished is Fault, and nothing was changed.
     AtomicResult compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap);
     AtomicResult fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add);
 

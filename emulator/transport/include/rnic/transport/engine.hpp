@@ -20,6 +20,10 @@
 #include "rnic/wire/headers.hpp"
 #include "rnic/wire/parse_error.hpp"
 
+namespace rnic::mem {
+class MemoryTable;
+}
+
 namespace rnic::transport {
 
 class EngineCore;
@@ -161,6 +165,8 @@ public:
     size_t ah_count() const noexcept;
     size_t mr_count() const noexcept;
     size_t armed_timers() const noexcept;
+    // The protection unit, for its access-error counters (Stats).
+    const mem::MemoryTable& memory() const noexcept;
 
 private:
     std::unique_ptr<EngineCore> core_;

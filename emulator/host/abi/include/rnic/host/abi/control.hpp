@@ -15,9 +15,13 @@
 namespace rnic::host::abi {
 
 inline constexpr uint32_t kMagic = 0x434e5252;  // "RRNC" little-endian
-inline constexpr uint16_t kAbiVersion = 3;      // 2: HelloReply::gid_types; 3: doorbell bits
+// 2: HelloReply::gid_types. 3: doorbell bits (doorbell.hpp), and the daemon makes every
+// notification descriptor (docs/host_interface.md): Hello and CreateCompChannel send none;
+// completion and async events come on unix stream sockets (the reply carries the client's end
+// and the daemon's); the kick eventfd is per session.
+inline constexpr uint16_t kAbiVersion = 3;
 inline constexpr size_t kMaxMessage = 64 * 1024;
-inline constexpr size_t kMaxFdsPerMessage = 4;
+inline constexpr size_t kMaxFdsPerMessage = 5;
 inline constexpr const char* kDefaultRunDir = "/run/rnic";
 inline constexpr const char* kRunDirEnv = "RNIC_RUN_DIR";
 inline constexpr uint32_t kMaxGids = 16;
@@ -25,15 +29,17 @@ inline constexpr uint8_t kGidTypeRoceV2 = 2;  // enum ibv_gid_type: IBV_GID_TYPE
 inline constexpr uint32_t kDeviceNameMax = 32;
 
 enum class Op : uint16_t {
-    Hello = 1,  // req fds: [async eventfd]; reply fds: [status page memfd, kick eventfd, async ring
-                // memfd (with the doorbell bits at doorbell_offset)]
+    // Hello reply fds: [status page memfd (read-only), the session's kick eventfd, async ring
+    // memfd (the doorbell bits at doorbell_offset), async event socket, the daemon's end of it
+    // (to make the client's end readable again)]
+    Hello = 1,
     AllocPd = 2,
     DeallocPd = 3,
     ShareSegment = 4,  // req fds: [memfd holding the pages]
     ReleaseSegment = 5,
     RegMr = 6,
     DeregMr = 7,
-    CreateCompChannel = 8,  // req fds: [eventfd the daemon writes for each completion event]
+    CreateCompChannel = 8,  // reply fds: [channel socket (one byte per event), the daemon's end of it]
     DestroyCompChannel = 9,
     CreateCq = 10,  // reply fds: [ring memfd]
     DestroyCq = 11,
@@ -192,8 +198,8 @@ static_assert(offsetof(HelloReply, gids) == 268 && offsetof(HelloReply, async_ri
 // The daemon's status page, mapped read-only by every client.
 struct StatusPage {
     // Non-zero while the poll loop is (about to be) asleep: a client that rings a doorbell then
-    // writes the kick eventfd. Both sides put a seq_cst fence between their index store and
-    // their load of the other's flag/index, so a doorbell is never missed.
+    // writes 1 to its session's kick eventfd. Both sides put a seq_cst fence between their
+    // index store and their load of the other's flag/index, so a doorbell is never missed.
     alignas(64) std::atomic<uint32_t> sleeping;
     std::atomic<uint32_t> shutting_down;  // set on SIGTERM before clients are disconnected
     std::atomic<uint64_t> loop_turns;     // liveness, for tools

@@ -127,17 +127,19 @@ private:
     void ring_doorbell(uint32_t slot, bool kick = true) noexcept;
     int post_sends(Qp* qp, const SendWr* wr, const SendWr** bad_wr, bool all_or_nothing) noexcept;
     uint32_t ah_handle(const Ah* ah) const noexcept;
-    // Waits until `fd` is readable (and reads it) or the daemon hangs up; EAGAIN when `fd` is
-    // O_NONBLOCK and not readable.
+    // Waits until the notification socket `fd` is readable (and drains it) or the daemon hangs
+    // up; EAGAIN when `fd` is O_NONBLOCK and not readable.
     int wait_event_fd(int fd) noexcept;
-    // Leaves an eventfd readable exactly when events are left to take (`more` after the take).
-    void settle_event_fd(int fd, bool more) noexcept;
+    // Leaves `fd` readable exactly when events are left to take (`more` after the take): drains
+    // it, or sends a byte from `wake_fd`, its peer.
+    void settle_event_fd(int fd, int wake_fd, bool more) noexcept;
     bool channel_has_events(const CompChannel* channel) const noexcept;
     void resolve(AsyncEvent& event) noexcept;
 
     int socket_ = -1;
-    int async_fd_ = -1;
-    int kick_fd_ = -1;
+    int async_fd_ = -1;       // the session's async event socket (ibv_context::async_fd)
+    int async_wake_fd_ = -1;  // its peer, rnicd's end
+    int kick_fd_ = -1;        // the session's kick eventfd
     std::string device_name_;
     abi::HelloReply hello_{};
     const abi::StatusPage* status_ = nullptr;

@@ -59,7 +59,8 @@ struct Cq;
 struct CompChannel {
     Connection* connection;
     uint32_t handle;
-    int fd;                // the eventfd rnicd writes; the application may set O_NONBLOCK on it
+    int fd;                // the socket rnicd notifies on; the application polls it, may set O_NONBLOCK
+    int wake_fd;           // rnicd's end of it: a byte sent here makes `fd` readable again
     std::vector<Cq*> cqs;  // guarded by the connection's object lock
 };
 

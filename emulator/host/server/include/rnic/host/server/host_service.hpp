@@ -91,9 +91,9 @@ public:
     static constexpr size_t kControlHandlersPerPoll = 64;
     void poll_control();
 
-    // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message, the
-    // kick eventfd or the wake fd, following the status page's sleeping protocol so no doorbell
-    // is lost. In three steps, so the loop can take a last look at its port in between:
+    // The loop is idle: sleep at most `max_ns` inside Asio, woken by a control message, a
+    // session's kick eventfd or the wake fd, following the status page's sleeping protocol so no
+    // doorbell is lost. In three steps, so the loop can take a last look at its port in between:
     // begin_nap() advertises the nap and scans the doorbells once more (false: work is waiting,
     // no nap); then either cancel_nap() (the last look found work) or nap().
     bool begin_nap();
