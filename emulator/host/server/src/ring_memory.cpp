@@ -61,10 +61,16 @@ int SharedMemory::map_client(int fd, size_t length) {
         close(fd);
         return e;
     }
-    fd_ = fd;
+    close(fd);
     addr_ = p;
     size_ = length;
     return 0;
+}
+
+int SharedMemory::take_fd() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
 }
 
 void SharedMemory::reset() noexcept {
