@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""The short run of qp_scale against a real rnicd on the test bed (one daemon, QPs looped back
+to the same device): 256 RC QPs created and brought to RTS, RDMA WRITEs through eight of them
+(the first and the last created included) land intact, every QP is destroyed again (the
+daemon's own object count says so), and the daemon exits 0. Checks correctness, not speed: the
+rates are printed, not judged.
+Usage: check_qp_scale.py TESTBED RNICD QP_SCALE RNICCTL"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "system"))
+from systest import Checks, daemon_exit_status, make_run  # noqa: E402
+
+testbed, rnicd, qp_scale, rnicctl = sys.argv[1:5]
+name = f"rnicqs{os.getpid() % 10000}"
+state = f"/tmp/{name}"
+env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.83.0")
+checks = Checks(verdict_first=True)
+check = checks.check
+run = make_run(env)
+try:
+    run(testbed, "up", "--daemons", "a", "--rnicd", rnicd, timeout=60)
+    run_dir = f"{state}/run-a"
+    r = run(qp_scale, "--run-dir", run_dir, "--check", "8", "256", timeout=60, check=False)
+    print(r.stdout + r.stderr, end="")
+    bench = dict(re.findall(r"(\w+)=(\S+)", next((l for l in r.stdout.splitlines() if l.startswith("BENCH")), "")))
+    check(r.returncode == 0, f"qp_scale 256 exits 0 (got {r.returncode})")
+    check(bench.get("n") == "256", "it reports the run of 256 QPs")
+    check(bench.get("writes_ok") == "8/8", f"8 WRITEs through 8 of the QPs landed intact ({bench.get('writes_ok')})")
+    s = run(rnicctl, "--run-dir", run_dir, "--json", "session", check=False)
+    objects = json.loads(s.stdout).get("objects", {}) if s.returncode == 0 else {}
+    check(objects.get("qps") == 0, f"the daemon holds no QP afterwards ({objects})")
+finally:
+    run(testbed, "down", timeout=30, check=False)
+rc = daemon_exit_status(state, "a")
+check(rc == "0", f"rnicd exits 0 (got {rc})")
+sys.exit(checks.finish())
