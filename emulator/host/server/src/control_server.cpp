@@ -965,7 +965,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::QueryPort:
             return ok(port_attr(engine, config.ethernet_mtu, config.link_speed_mbps));
         case Op::Stats: {
-            std::string json = stats_json();
+            StatsRequest req{};
+            body_as(body, req);
+            if (req.what & ~kStatsAll) return fail(EINVAL);
+            std::string json = stats_json(req.what ? req.what : kStatsAll, req.first_qpn);
             if (json.size() > kMaxMessage - sizeof(MessageHeader)) json = R"({"error":"statistics too large"})";
             reply(s, h, 0, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});
             return;

@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -140,7 +141,9 @@ struct HostService::Impl {
     size_t deliver_cq(HostCq& cq);
 
     // ---- stats_json.cpp ----
-    std::string stats_json() const;
+    std::string stats_json(uint32_t what, uint32_t first_qpn) const;
+    void device_part(nlohmann::json& doc) const;
+    void qp_page(nlohmann::json& doc, uint32_t first_qpn) const;
 
     // ---- host_service.cpp ----
     void arm_kick();

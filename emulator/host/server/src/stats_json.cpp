@@ -33,9 +33,16 @@ void add_mapped_segments(const Session& s, std::set<const Segment*>& out) {
 
 }  // namespace
 
-std::string HostService::Impl::stats_json() const {
+std::string HostService::Impl::stats_json(uint32_t what, uint32_t first_qpn) const {
     using nlohmann::json;
-    json doc;
+    json doc = json::object();
+    if (what & abi::kStatsDevice) device_part(doc);
+    if (what & abi::kStatsQps) qp_page(doc, first_qpn);
+    return doc.dump();
+}
+
+void HostService::Impl::device_part(nlohmann::json& doc) const {
+    using nlohmann::json;
     const tp::PortAttributes port = engine.query_port();
     json gids = json::array();
     for (size_t i = 0; i < engine.gids().size(); ++i)
@@ -116,11 +123,23 @@ std::string HostService::Impl::stats_json() const {
         {"ahs", engine.ah_count()},    {"channels", channels},     {"segments", all_segments.size()},
     };
 
-    json qps_doc = json::array();
+    doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
+                                   spdlog::level::to_string_view(spdlog::get_level()).size());
+}
+
+void HostService::Impl::qp_page(nlohmann::json& doc, uint32_t first_qpn) const {
+    using nlohmann::json;
+    // Only the QPs that fit are built: the reply is one message, and the poll loop that builds it
+    // serves every other client meanwhile.
     std::vector<uint32_t> qpns;  // listed in QPN order, as `rdma resource show qp` does
     qpns.reserve(qps.size());
-    for (const auto& entry : qps) qpns.push_back(entry.first);
+    for (const auto& entry : qps)
+        if (entry.first >= first_qpn) qpns.push_back(entry.first);
     std::sort(qpns.begin(), qpns.end());
+    // What the rest of the document, "qps":[] and "next_qpn" take.
+    constexpr size_t kPageFrame = 48;
+    size_t used = doc.dump().size() + kPageFrame;
+    json qps_doc = json::array();
     for (const uint32_t qpn : qpns) {
         const HostQp* qp = qps.at(qpn).get();
         tp::QpAttributes a{};
@@ -129,22 +148,26 @@ std::string HostService::Impl::stats_json() const {
         json qc = json::object();
         if (const tp::QpCounters* pc = engine.qp_counters(qpn))
             for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
-        qps_doc.push_back({{"qpn", qpn},
-                           {"type", short_name(tp::qp_type_name(qp->type), "IBV_QPT_")},
-                           {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
-                           {"session", qp->owner->id},
-                           {"pid", qp->owner->pid},
-                           {"sq_psn", a.sq_psn},  // query_qp's are the live ones
-                           {"sq_una_psn", seq->unacked_psn},
-                           {"rq_psn", a.rq_psn},
-                           {"dest_qpn", a.dest_qp_num},
-                           {"path_mtu", tp::mtu_bytes(a.path_mtu)},
-                           {"counters", qc}});
+        json entry = {{"qpn", qpn},
+                      {"type", short_name(tp::qp_type_name(qp->type), "IBV_QPT_")},
+                      {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
+                      {"session", qp->owner->id},
+                      {"pid", qp->owner->pid},
+                      {"sq_psn", a.sq_psn},  // query_qp's are the live ones
+                      {"sq_una_psn", seq->unacked_psn},
+                      {"rq_psn", a.rq_psn},
+                      {"dest_qpn", a.dest_qp_num},
+                      {"path_mtu", tp::mtu_bytes(a.path_mtu)},
+                      {"counters", qc}};
+        const size_t bytes = entry.dump().size() + 1;  // and its comma
+        if (used + bytes > abi::kMaxMessage - sizeof(abi::MessageHeader)) {
+            doc["next_qpn"] = qpn;
+            break;
+        }
+        used += bytes;
+        qps_doc.push_back(std::move(entry));
     }
-    doc["qps"] = qps_doc;
-    doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
-                                   spdlog::level::to_string_view(spdlog::get_level()).size());
-    return doc.dump();
+    doc["qps"] = std::move(qps_doc);
 }
 
 }  // namespace rnic::host::server
