@@ -6,7 +6,10 @@
 // that falls as the count grows shows. tools/bench-scale.sh runs it; CTest runs a short one for
 // correctness only.
 //
-//   qp_scale [--run-dir DIR] [--device NAME] [--max-wr N] [--check K] N...
+//   qp_scale [--run-dir DIR] [--device NAME] [--max-wr N] [--check K] [--hold S] N...
+//
+// --hold S keeps the QPs in RTS for S seconds after the WRITEs (announced by a "holding" line),
+// so a caller can measure what an idle daemon with N QPs costs.
 //
 // Exit status 0 when every phase and every WRITE worked, 1 otherwise (with the failing verb and
 // its errno), 2 for usage.
@@ -161,7 +164,7 @@ std::vector<size_t> checked(size_t n, size_t k) {
     return out;
 }
 
-bool run(Device& d, size_t n, uint32_t max_wr, size_t check) {
+bool run(Device& d, size_t n, uint32_t max_wr, size_t check, double hold) {
     hc::QpInitAttr init{};
     init.qp_type = IBV_QPT_RC;
     init.send_cq = d.cq;
@@ -188,6 +191,11 @@ bool run(Device& d, size_t n, uint32_t max_wr, size_t check) {
     }
     const std::vector<size_t> which = checked(n, check);
     const size_t good = data_check(d, qps, which);
+    if (hold > 0) {
+        std::printf("qp_scale n=%zu: holding %zu QPs in RTS for %.1f s\n", n, n, hold);
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+    }
     destroy.start = Clock::now();
     for (size_t i = 0; i < n; ++i) {
         if (int rc = d.conn->destroy_qp(qps[i])) fail("destroy_qp", rc);
@@ -212,7 +220,7 @@ bool run(Device& d, size_t n, uint32_t max_wr, size_t check) {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: qp_scale [--run-dir DIR] [--device NAME] [--max-wr N] [--check K] N...\n"
+                 "usage: qp_scale [--run-dir DIR] [--device NAME] [--max-wr N] [--check K] [--hold S] N...\n"
                  "  N: even QP counts, each run in turn (create, to RTS, WRITEs, destroy)\n");
     return 2;
 }
@@ -223,6 +231,7 @@ int main(int argc, char** argv) {
     std::string run_dir = hc::default_run_dir(), device = "rnic0";
     uint32_t max_wr = 16;
     size_t check = 4;
+    double hold = 0;
     std::vector<size_t> counts;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -235,6 +244,8 @@ int main(int argc, char** argv) {
             max_wr = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
         else if (a == "--check" && has_value)
             check = std::strtoul(argv[++i], nullptr, 10);
+        else if (a == "--hold" && has_value)
+            hold = std::strtod(argv[++i], nullptr);
         else if (!a.empty() && a.find_first_not_of("0123456789") == std::string::npos)
             counts.push_back(std::strtoul(a.c_str(), nullptr, 10));
         else
@@ -271,7 +282,7 @@ int main(int argc, char** argv) {
     d.mr = *mr;
 
     bool ok = true;
-    for (size_t n : counts) ok = run(d, n, max_wr, check) && ok;
+    for (size_t n : counts) ok = run(d, n, max_wr, check, hold) && ok;
     d.conn->dereg_mr(d.mr);
     d.conn.reset();
     std::free(d.buf);
