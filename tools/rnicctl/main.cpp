@@ -1,5 +1,6 @@
-// rnicctl: asks a running rnicd for its state (the Stats op, one JSON document) and prints it the
-// way iproute2's `rdma` prints a kernel RNIC, or as JSON for scripts.
+// rnicctl: asks a running rnicd for its state (the Stats op: the device's part of the document,
+// or the QP list page by page) and prints it the way iproute2's `rdma` prints a kernel RNIC, or as
+// JSON for scripts.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -65,6 +66,39 @@ struct Daemon {
     json stats;
 };
 
+// Asks for the parts `what` names (the QP list from `first_qpn`) and parses the answer.
+int ask_stats(const std::string& device, Daemon& d, uint32_t what, uint32_t first_qpn, json& out) {
+    auto s = d.connection->stats(what, first_qpn);
+    if (!s) {
+        std::fprintf(stderr, "rnicctl: %s: Stats failed: %s\n", device.c_str(), std::strerror(s.error()));
+        return kExitFailure;
+    }
+    out = json::parse(*s, nullptr, false);
+    if (out.is_discarded() || !out.is_object()) {
+        std::fprintf(stderr, "rnicctl: %s: the daemon's statistics are not JSON\n", device.c_str());
+        return kExitFailure;
+    }
+    if (out.contains("error")) {
+        std::fprintf(stderr, "rnicctl: %s: the daemon answered: %s\n", device.c_str(), text(out.at("error")).c_str());
+        return kExitFailure;
+    }
+    return 0;
+}
+
+// The QP list from `first_qpn` on, page after page (one page only unless `all`).
+int qp_list(const std::string& device, Daemon& d, uint32_t first_qpn, bool all, json& out) {
+    out = json::array();
+    for (;;) {
+        json page;
+        if (const int r = ask_stats(device, d, rnic::host::abi::kStatsQps, first_qpn, page); r != 0) return r;
+        for (auto& q : page.value("qps", json::array())) out.push_back(std::move(q));
+        const json next = page.value("next_qpn", json());
+        // A page must move on, or a confused daemon would keep us here.
+        if (!all || !next.is_number_unsigned() || next.get<uint64_t>() <= first_qpn) return 0;
+        first_qpn = next.get<uint32_t>();
+    }
+}
+
 int open_daemon(const Options& o, const std::string& device, Daemon& d, bool need_stats = true) {
     const std::string dir = o.run_dir.empty() ? rnic::host::client::default_run_dir() : o.run_dir;
     auto c = Connection::open(device, dir);
@@ -75,18 +109,7 @@ int open_daemon(const Options& o, const std::string& device, Daemon& d, bool nee
         return kExitFailure;
     }
     d.connection = std::move(*c);
-    if (!need_stats) return 0;
-    auto s = d.connection->stats();
-    if (!s) {
-        std::fprintf(stderr, "rnicctl: %s: Stats failed: %s\n", device.c_str(), std::strerror(s.error()));
-        return kExitFailure;
-    }
-    d.stats = json::parse(*s, nullptr, false);
-    if (d.stats.is_discarded() || !d.stats.is_object()) {
-        std::fprintf(stderr, "rnicctl: %s: the daemon's statistics are not JSON\n", device.c_str());
-        return kExitFailure;
-    }
-    return 0;
+    return need_stats ? ask_stats(device, d, rnic::host::abi::kStatsDevice, 0, d.stats) : 0;
 }
 
 void print_dev(const json& dev) {
@@ -156,7 +179,7 @@ int run(const Options& o) {
     if (cmd == "stat" && args == 2) {
         char* end = nullptr;
         qpn = std::strtol(o.command[2].c_str(), &end, 0);
-        if (end == o.command[2].c_str() || *end != '\0' || qpn < 0) return usage(stderr), kExitUsage;
+        if (end == o.command[2].c_str() || *end != '\0' || qpn < 0 || qpn > 0xFFFFFF) return usage(stderr), kExitUsage;
     }
 
     Daemon d;
@@ -172,7 +195,8 @@ int run(const Options& o) {
             std::cout << "link " << link << " gid " << field(g, "index") << ' ' << field(g, "gid") << ' '
                       << field(g, "type") << '\n';
     } else if (cmd == "qp") {
-        const json qps = s.value("qps", json::array());
+        json qps;
+        if (const int r = qp_list(device, d, 0, true, qps); r != 0) return r;
         if (o.json_out) return std::cout << qps.dump(2) << '\n', 0;
         for (const auto& q : qps)
             std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
@@ -186,7 +210,9 @@ int run(const Options& o) {
             std::cout << "link " << link << '\n';
             print_pairs(counters, "    ");
         } else {
-            for (const auto& q : s.value("qps", json::array())) {
+            json qps;
+            if (const int r = qp_list(device, d, static_cast<uint32_t>(qpn), false, qps); r != 0) return r;
+            for (const auto& q : qps) {
                 if (!q.contains("qpn") || !q.at("qpn").is_number() || q.at("qpn").get<long>() != qpn) continue;
                 const json counters = q.value("counters", json::object());
                 if (o.json_out) return std::cout << counters.dump(2) << '\n', 0;

@@ -294,8 +294,8 @@ Result<abi::PortAttr> Connection::query_port(uint8_t port_num) try {
     return Error{ENOMEM};
 }
 
-Result<std::string> Connection::stats() try {
-    const abi::StatsRequest req{0, 0};
+Result<std::string> Connection::stats(uint32_t what, uint32_t first_qpn) try {
+    const abi::StatsRequest req{what, first_qpn};
     std::vector<uint8_t> reply;
     if (const int rc = call(abi::Op::Stats, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, &reply, nullptr);
         rc != 0)

@@ -577,6 +577,12 @@ void HostService::Impl::finish_deferred(Session& s, Resolution r, const wire::Ma
 void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<const uint8_t> body,
                                  std::vector<int>& fds) {
     auto ok = [&](const auto& out, std::span<const int> out_fds = {}) { reply(s, h, 0, bytes_of(out), out_fds); };
+    // A ring's memfd goes to the client and is closed here: the daemon keeps the mapping only,
+    // so its descriptors do not grow with the number of QPs, CQs and SRQs.
+    auto ok_closing = [&](const auto& out, int fd) {
+        reply(s, h, 0, bytes_of(out), std::span<const int>(&fd, 1));
+        close(fd);
+    };
     auto fail = [&](int rc) { reply(s, h, rc); };
     auto owns_pd = [&](uint32_t pd) { return s.pds.count(pd) != 0; };
 
@@ -640,11 +646,13 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out->status_page_size = static_cast<uint32_t>(status_memory.size());
             out->session_id = s.id;
             out->doorbell_offset = static_cast<uint32_t>(doorbell_offset);
-            const int out_fds[5] = {status_memory.fd(), kick_fd, s.async_memory.fd(), async_pair.client,
-                                    async_pair.daemon};
+            // Neither the async memfd nor the client's notification end stays open here once sent.
+            const int async_memfd = s.async_memory.take_fd();
+            const int out_fds[5] = {status_memory.fd(), kick_fd, async_memfd, async_pair.client, async_pair.daemon};
             spdlog::info("session {}: hello from pid {} uid {} (client pid {})", s.id, s.pid, s.uid, req.pid);
             ok(*out, out_fds);
             close(async_pair.client);
+            close(async_memfd);
             return;
         }
         case Op::AllocPd: {
@@ -810,10 +818,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             cq->channel = req.channel;
             cq->channel_ref = std::move(channel);
             const CreateCqReply out{*handle, req.cqe, size, static_cast<uint32_t>(cq->memory.size())};
-            const int out_fd = cq->memory.fd();
+            const int out_fd = cq->memory.take_fd();
             s.cqs.insert(*handle);
             cqs.emplace(*handle, std::move(cq));
-            return ok(out, std::span<const int>(&out_fd, 1));
+            return ok_closing(out, out_fd);
         }
         case Op::DestroyCq: {
             HandleRequest req{};
@@ -861,10 +869,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             const CreateSrqReply out{*handle,       req.max_wr, attr.max_sge,
                                      size,          stride,     static_cast<uint32_t>(srq->memory.size()),
                                      srq->doorbell, 0};
-            const int out_fd = srq->memory.fd();
+            const int out_fd = srq->memory.take_fd();
             s.srqs.insert(*handle);
             srqs.emplace(*handle, std::move(srq));
-            return ok(out, std::span<const int>(&out_fd, 1));
+            return ok_closing(out, out_fd);
         }
         case Op::ModifySrq: {
             ModifySrqRequest req{};
@@ -967,10 +975,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             out.rq_offset = req.srq ? 0 : static_cast<uint32_t>(rq_offset);
             out.ring_bytes = static_cast<uint32_t>(qp->memory.size());
             out.doorbell = qp->doorbell;
-            const int out_fd = qp->memory.fd();
+            const int out_fd = qp->memory.take_fd();
             s.qps.insert(info->qpn);
             qps.emplace(info->qpn, std::move(qp));
-            return ok(out, std::span<const int>(&out_fd, 1));
+            return ok_closing(out, out_fd);
         }
         case Op::ModifyQp: {
             ModifyQpRequest req{};
@@ -1064,7 +1072,10 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
         case Op::QueryPort:
             return ok(port_attr(engine, config.ethernet_mtu, config.link_speed_mbps));
         case Op::Stats: {
-            std::string json = stats_json(s.uid);
+            StatsRequest req{};
+            body_as(body, req);
+            if (req.what & ~kStatsAll) return fail(EINVAL);
+            std::string json = stats_json(s.uid, req.what ? req.what : kStatsAll, req.first_qpn);
             if (json.size() > kMaxMessage - sizeof(MessageHeader)) json = R"({"error":"statistics too large"})";
             reply(s, h, 0, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});
             return;

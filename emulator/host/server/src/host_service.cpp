@@ -269,8 +269,8 @@ void HostService::shutdown(uint64_t now_ns) {
     m.io.poll();  // let aborted handlers run while everything they name is alive
 }
 
-std::string HostService::stats_json() const {
-    return impl_->stats_json(std::nullopt);
+std::string HostService::stats_json(uint32_t what, uint32_t first_qpn) const {
+    return impl_->stats_json(std::nullopt, what, first_qpn);
 }
 std::string HostService::socket_path() const {
     return impl_->path;

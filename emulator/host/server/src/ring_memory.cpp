@@ -85,11 +85,17 @@ int SharedMemory::map_client(int fd, size_t length) {
         close(fd);
         return e;
     }
-    fd_ = fd;
+    close(fd);
     addr_ = p;
     size_ = length;
     sealed_ = seals > 0 && (seals & F_SEAL_SHRINK) != 0;
     return 0;
+}
+
+int SharedMemory::take_fd() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
 }
 
 void SharedMemory::reset() noexcept {

@@ -1,5 +1,8 @@
 // Shared memory the daemon creates (rings, the status page) or maps from a client (segments):
-// one memfd and one mapping, released together.
+// one mapping, and the memfd only as long as it is needed to hand the memory over. The mapping
+// keeps the file alive, so a ring whose fd went to its client or a client's segment once mapped
+// holds no descriptor: a daemon with max_qp QPs must not need max_qp descriptors (the usual
+// RLIMIT_NOFILE of 1024 stopped it at ~1,000 QPs).
 #pragma once
 
 #include <cstddef>
@@ -33,15 +36,19 @@ public:
     // client can change its size (a shrunk ring would be SIGBUS on the daemon's next access) or
     // its seals; ReadOnly adds F_SEAL_FUTURE_WRITE after the daemon's own mapping. 0 or an errno.
     int create(const char* name, size_t bytes, ClientAccess access = ClientAccess::ReadWrite);
-    // Maps `length` bytes of a client's fd (taken over: closed with this object). 0 or an errno;
-    // EINVAL when the file is shorter than `length` (touching past its end would be SIGBUS).
+    // Maps `length` bytes of a client's fd, which is taken over and closed once mapped (or on
+    // failure). 0 or an errno; EINVAL when the file is shorter than `length` (touching past its
+    // end would be SIGBUS).
     // Adds F_SEAL_SHRINK where the file takes it (a memfd made with MFD_ALLOW_SEALING): sealed()
     // says whether it did. Other files (map_files, an unsealable memfd) can still shrink under
     // the mapping; the engine's accesses to them are guarded instead (rnic/memory/fault_guard.hpp).
     int map_client(int fd, size_t length);
+    // The memfd, now the caller's to close once it went to the client (sendmsg gives the client
+    // its own copy); the mapping stays.
+    int take_fd() noexcept;
     void reset() noexcept;
 
-    int fd() const noexcept { return fd_; }
+    int fd() const noexcept { return fd_; }  // -1 after take_fd() and for a client's segment
     uint8_t* data() const noexcept { return static_cast<uint8_t*>(addr_); }
     size_t size() const noexcept { return size_; }
     bool sealed() const noexcept { return sealed_; }

@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -161,8 +162,11 @@ struct HostService::Impl {
 
     // ---- stats_json.cpp ----
     // `viewer`: the uid asking, whose view excludes other users' sessions and QPs unless it
-    // administers the device; nullopt: everything.
-    std::string stats_json(std::optional<uint32_t> viewer) const;
+    // administers the device; nullopt: everything. `what` and `first_qpn`: abi::StatsRequest.
+    std::string stats_json(std::optional<uint32_t> viewer, uint32_t what, uint32_t first_qpn) const;
+    void device_part(nlohmann::json& doc, std::optional<uint32_t> viewer) const;
+    void qp_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_qpn) const;
+    bool sees(std::optional<uint32_t> viewer, uint32_t uid) const;
 
     // ---- host_service.cpp ----
     void arm_kick(const std::shared_ptr<Session>& s);

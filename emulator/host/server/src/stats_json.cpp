@@ -34,13 +34,24 @@ void add_mapped_segments(const Session& s, std::set<const Segment*>& out) {
 
 }  // namespace
 
-std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const {
+std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer, uint32_t what, uint32_t first_qpn) const {
     using nlohmann::json;
-    json doc;
-    // A user sees their own sessions and QPs (as `rdma resource` shows an unprivileged user only
-    // their own processes' objects); the device's counters and object totals are everyone's.
-    const bool all = !viewer || *viewer == 0 || *viewer == daemon_uid;
-    auto visible = [&](uint32_t uid) { return all || uid == *viewer; };
+    json doc = json::object();
+    if (what & abi::kStatsDevice) device_part(doc, viewer);
+    if (what & abi::kStatsQps) qp_page(doc, viewer, first_qpn);
+    return doc.dump();
+}
+
+// A user sees their own sessions and QPs (as `rdma resource` shows an unprivileged user only their
+// own processes' objects); the device's counters and object totals are everyone's. nullopt: all.
+bool HostService::Impl::sees(std::optional<uint32_t> viewer, uint32_t uid) const {
+    return !viewer || *viewer == 0 || *viewer == daemon_uid || uid == *viewer;
+}
+
+void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t> viewer) const {
+    using nlohmann::json;
+    const bool all = sees(viewer, UINT32_MAX);
+    auto visible = [&](uint32_t uid) { return sees(viewer, uid); };
     const tp::PortAttributes port = engine.query_port();
     json gids = json::array();
     for (size_t i = 0; i < engine.gids().size(); ++i)
@@ -151,36 +162,52 @@ std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer) const 
         {"ahs", engine.ah_count()},    {"channels", channels},     {"segments", all_segments.size()},
     };
 
-    json qps_doc = json::array();
+    doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
+                                   spdlog::level::to_string_view(spdlog::get_level()).size());
+}
+
+void HostService::Impl::qp_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_qpn) const {
+    using nlohmann::json;
+    // Only the QPs that fit are built: the reply is one message, and the poll loop that builds it
+    // serves every other client meanwhile.
     std::vector<uint32_t> qpns;  // listed in QPN order, as `rdma resource show qp` does
     qpns.reserve(qps.size());
-    for (const auto& entry : qps) qpns.push_back(entry.first);
+    for (const auto& entry : qps)
+        if (entry.first >= first_qpn) qpns.push_back(entry.first);
     std::sort(qpns.begin(), qpns.end());
+    // What the rest of the document, "qps":[] and "next_qpn" take.
+    constexpr size_t kPageFrame = 48;
+    size_t used = doc.dump().size() + kPageFrame;
+    json qps_doc = json::array();
     for (const uint32_t qpn : qpns) {
         const HostQp* qp = qps.at(qpn).get();
         tp::QpAttributes a{};
         const auto seq = engine.qp_sequence(qpn);
-        if (!visible(qp->owner->uid) || engine.query_qp(qpn, a) != 0 || !seq) continue;
+        if (!sees(viewer, qp->owner->uid) || engine.query_qp(qpn, a) != 0 || !seq) continue;
         json qc = json::object();
         if (const tp::QpCounters* pc = engine.qp_counters(qpn))
             for (const auto& [name, v] : pc->list()) qc[std::string(name)] = v;
-        qps_doc.push_back({{"qpn", qpn},
-                           {"type", short_name(tp::qp_type_name(qp->type), "IBV_QPT_")},
-                           {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
-                           {"session", qp->owner->id},
-                           {"pid", qp->owner->pid},
-                           {"uid", qp->owner->uid},
-                           {"sq_psn", a.sq_psn},  // query_qp's are the live ones
-                           {"sq_una_psn", seq->unacked_psn},
-                           {"rq_psn", a.rq_psn},
-                           {"dest_qpn", a.dest_qp_num},
-                           {"path_mtu", tp::mtu_bytes(a.path_mtu)},
-                           {"counters", qc}});
+        json entry = {{"qpn", qpn},
+                      {"type", short_name(tp::qp_type_name(qp->type), "IBV_QPT_")},
+                      {"state", short_name(tp::qp_state_name(a.qp_state), "IBV_QPS_")},
+                      {"session", qp->owner->id},
+                      {"pid", qp->owner->pid},
+                      {"uid", qp->owner->uid},
+                      {"sq_psn", a.sq_psn},  // query_qp's are the live ones
+                      {"sq_una_psn", seq->unacked_psn},
+                      {"rq_psn", a.rq_psn},
+                      {"dest_qpn", a.dest_qp_num},
+                      {"path_mtu", tp::mtu_bytes(a.path_mtu)},
+                      {"counters", qc}};
+        const size_t bytes = entry.dump().size() + 1;  // and its comma
+        if (used + bytes > abi::kMaxMessage - sizeof(abi::MessageHeader)) {
+            doc["next_qpn"] = qpn;
+            break;
+        }
+        used += bytes;
+        qps_doc.push_back(std::move(entry));
     }
-    doc["qps"] = qps_doc;
-    doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
-                                   spdlog::level::to_string_view(spdlog::get_level()).size());
-    return doc.dump();
+    doc["qps"] = std::move(qps_doc);
 }
 
 }  // namespace rnic::host::server

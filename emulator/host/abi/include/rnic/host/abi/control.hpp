@@ -335,9 +335,16 @@ struct CreateAhRequest {
     AddressVector av;
 };
 
+// Stats answers one JSON document of at most kMaxMessage bytes, so the QP list comes in pages:
+// the QPs from `first_qpn` on, in QPN order, as many as fit, and "next_qpn" where the next page
+// starts while more remain (about 60 QPs fit; 16,384 would take ~15 MB).
+inline constexpr uint32_t kStatsDevice = 1;  // device, counters, caches, sessions, objects, log_level
+inline constexpr uint32_t kStatsQps = 2;     // a page of the "qps" list
+inline constexpr uint32_t kStatsAll = kStatsDevice | kStatsQps;
+
 struct StatsRequest {
-    uint32_t what;  // 0: everything
-    uint32_t reserved;
+    uint32_t what;       // kStats* bits; 0 means kStatsAll; other bits: EINVAL
+    uint32_t first_qpn;  // the page of the QP list starts at this QPN
 };
 
 struct SetLogLevelRequest {

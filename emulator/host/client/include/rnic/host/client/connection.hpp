@@ -59,7 +59,9 @@ public:
     void set_reply_timeout_ms(int ms) noexcept { reply_timeout_ms_ = ms; }
 
     Result<abi::PortAttr> query_port(uint8_t port_num);
-    Result<std::string> stats();
+    // The Stats document (abi::StatsRequest): everything with the first page of the QP list, or
+    // the parts `what` names and the page of the QP list from `first_qpn` on.
+    Result<std::string> stats(uint32_t what = abi::kStatsAll, uint32_t first_qpn = 0);
     int set_log_level(const std::string& level);
 
     Result<Pd*> alloc_pd();

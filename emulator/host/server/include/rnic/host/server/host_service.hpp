@@ -115,8 +115,9 @@ public:
     // flush completions delivered, sessions closed and reclaimed, socket file removed.
     void shutdown(uint64_t now_ns);
 
-    // Everything (what uid 0 sees).
-    std::string stats_json() const;
+    // The Stats document as uid 0 sees it (abi::StatsRequest: `what`, and where the page of the
+    // QP list starts).
+    std::string stats_json(uint32_t what = abi::kStatsAll, uint32_t first_qpn = 0) const;
     std::string socket_path() const;
     size_t session_count() const;
     const abi::StatusPage& status() const;
