@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
 namespace rnic::host::test {
@@ -89,56 +87,6 @@ std::optional<Reply> RawClient::try_receive() {
     std::memcpy(&r.header, buf.data(), sizeof r.header);
     r.body.assign(buf.begin() + sizeof r.header, buf.begin() + n);
     return r;
-}
-
-transport::EngineConfig rig_engine_config() {
-    transport::EngineConfig ec;
-    ec.mac = port::test::kSelf.mac;
-    ec.gids = port::gid_table(port::test::kSelf);
-    return ec;
-}
-
-Rig::Rig() : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nullptr) {
-    char tmpl[] = "/tmp/rnic-host-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    server::ServerConfig sc;
-    sc.name = "rnictest";
-    sc.run_dir = dir + "/run";
-    sc.mac = port::test::kSelf.mac;
-    sc.ipv4 = port::test::kSelf.ipv4;
-    sc.prefix_length = 24;
-    sc.link_speed_mbps = 10000;  // what a veth reports
-    for (const auto& p : port::test::kSelf.ipv6)
-        sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
-    auto resolver = [this](const wire::Gid& dgid, uint64_t t, wire::MacAddr& mac) {
-        switch (dp.resolve(dgid, t, mac)) {
-            case daemon::Neighbour::Resolved:
-                return server::Resolution::Resolved;
-            case daemon::Neighbour::Pending:
-                return server::Resolution::Pending;
-            case daemon::Neighbour::Unreachable:
-                break;
-        }
-        return server::Resolution::Unreachable;
-    };
-    host = std::make_unique<server::HostService>(io, engine, sc, resolver, [this] { return dp.counter_list(); });
-    host->start();
-    dp.start(now);
-    port.sent().clear();
-}
-
-Rig::~Rig() {
-    host.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-}
-
-void Rig::turn(uint64_t advance_ns) {
-    now += advance_ns;
-    host->poll(now);
-    dp.poll(now);
-    host->poll_control();
 }
 
 Reply Rig::wait_reply(RawClient& c, int max_turns) {
