@@ -1,0 +1,154 @@
+// What clients may do that hurts, legal or not, through the rings and the socket (the cases the
+// host fuzzer, tests/fuzz/fuzz_host_service.cpp, found or must keep finding harmless): each test
+// ends with the daemon serving a well-behaved client.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "session_client.hpp"
+
+using namespace rnic;
+using namespace rnic::host;
+using namespace rnic::host::test;
+using abi::Op;
+
+namespace {
+
+const wire::Gid kOwnGid4 = wire::Gid::from_ipv4(port::test::kSelf.ipv4);
+const wire::Gid kOwnGid6 = wire::Gid::from_ipv6(port::test::kSelfIp6);  // GID 2
+constexpr uint32_t kQkey = 0x11111111;
+
+// A PD, a registered buffer and one CQ: what every test's session starts from.
+struct Basics {
+    uint32_t pd = 0;
+    Buffer buf;
+    CqRing cq;
+};
+
+Basics basics(SessionClient& c, size_t buffer_bytes, uint32_t cqe) {
+    Basics b;
+    REQUIRE(c.hello() == 0);
+    REQUIRE(c.alloc_pd(b.pd) == 0);
+    REQUIRE(c.register_buffer(b.pd, buffer_bytes, 1, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead,
+                              b.buf) == 0);
+    REQUIRE(c.create_cq(cqe, 0, b.cq) == 0);
+    return b;
+}
+
+QpRings make_qp(SessionClient& c, const Basics& b, uint32_t type, uint32_t depth) {
+    abi::CreateQpRequest req{};
+    req.qp_type = type;
+    req.pd = b.pd;
+    req.send_cq = req.recv_cq = b.cq.handle;
+    req.cap = {depth, depth, 1, 1, 0};
+    QpRings qp;
+    REQUIRE(c.create_qp(req, qp) == 0);
+    return qp;
+}
+
+// A SEND between two fresh RC QPs of a fresh session, checked byte for byte.
+void well_behaved_send(ServiceRig& rig) {
+    SessionClient c(rig);
+    Basics b = basics(c, 2 * 4096, 16);
+    QpRings x = make_qp(c, b, 2, 4), y = make_qp(c, b, 2, 4);
+    REQUIRE(c.connect(x, y.qpn, kOwnGid4) == 0);
+    REQUIRE(c.connect(y, x.qpn, kOwnGid4) == 0);
+    for (int i = 0; i < 1000; ++i) b.buf.memory->data[i] = static_cast<uint8_t>(i * 13 + 5);
+    const abi::Sge into{b.buf.iova() + 4096, 4096, b.buf.lkey};
+    c.post_recv(y, 1, std::span(&into, 1));
+    abi::SendWqe w{};
+    w.wr_id = 2;
+    w.opcode = 2;
+    w.send_flags = 2;
+    w.num_sge = 1;
+    const abi::Sge from{b.buf.iova(), 1000, b.buf.lkey};
+    c.post_send(x, w, std::span(&from, 1));
+    const auto cqes = c.wait_cqes(b.cq, 2);
+    REQUIRE(cqes.size() == 2);
+    CHECK(cqes[0].status == 0);
+    CHECK(cqes[1].status == 0);
+    CHECK(std::memcmp(b.buf.memory->data, b.buf.memory->data + 4096, 1000) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("UD sends posted through an AH complete after the AH is destroyed with most still queued") {
+    // Legal (providers copy the address vector into the WQE at post time) and once a crash: the
+    // queued sends read the destroyed AH. The daemon reads all 100 WQEs in one turn, the datapath
+    // sends 32 frames per turn, so the AH goes while most are queued; a new AH to another address
+    // takes its slot.
+    ServiceRig rig;
+    SessionClient c(rig);
+    constexpr uint32_t kSends = 100, kBytes = 64, kGrh = 40;
+    Basics b = basics(c, 32 * 4096, 256);
+    QpRings a = make_qp(c, b, 4, 128), r = make_qp(c, b, 4, 128);
+    REQUIRE(c.connect(a, 0, kOwnGid4, 0, kQkey) == 0);
+    REQUIRE(c.connect(r, 0, kOwnGid4, 0, kQkey) == 0);
+    uint32_t ah = 0;
+    REQUIRE(c.create_ah(b.pd, kOwnGid4, 0, ah) == 0);
+    uint8_t* mem = b.buf.memory->data;
+    for (uint32_t i = 0; i < kSends * kBytes; ++i) mem[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    const uint64_t recv_base = b.buf.iova() + 16 * 4096;
+    for (uint32_t i = 0; i < kSends; ++i) {
+        const abi::Sge into{recv_base + i * (kGrh + kBytes), kGrh + kBytes, b.buf.lkey};
+        c.post_recv(r, i, std::span(&into, 1));
+    }
+    for (uint32_t i = 0; i < kSends; ++i) {
+        abi::SendWqe w{};
+        w.wr_id = 1000 + i;
+        w.opcode = 2;      // IBV_WR_SEND
+        w.send_flags = 2;  // IBV_SEND_SIGNALED
+        w.num_sge = 1;
+        w.ah = ah;
+        w.remote_qpn = r.qpn;
+        w.remote_qkey = kQkey;
+        const abi::Sge from{b.buf.iova() + i * kBytes, kBytes, b.buf.lkey};
+        c.post_send(a, w, std::span(&from, 1));
+    }
+    rig.host->poll(rig.now);  // every WQE into the engine
+    rig.dp.poll(rig.now);     // one burst on the way
+    CHECK(rig.dp.counters().loopback_frames < kSends);
+    // DestroyAh and a new AH to our IPv6 address, served without a datapath turn.
+    const abi::HandleRequest destroy{ah, 0};
+    const auto seq = c.send(Op::DestroyAh, &destroy, sizeof destroy);
+    REQUIRE(seq);
+    rig.host->poll_control();
+    auto reply = c.wait(*seq, 0);
+    REQUIRE(reply);
+    REQUIRE(reply->status() == 0);
+    CHECK(rig.engine.ah_count() == 0);
+    abi::CreateAhRequest other{};
+    other.pd = b.pd;
+    std::memcpy(other.av.dgid, kOwnGid6.raw.data(), 16);
+    other.av.sgid_index = 2;
+    const auto seq2 = c.send(Op::CreateAh, &other, sizeof other);
+    REQUIRE(seq2);
+    rig.host->poll_control();
+    reply = c.wait(*seq2, 0);
+    REQUIRE(reply);
+    REQUIRE(reply->status() == 0);
+
+    const auto cqes = c.wait_cqes(b.cq, 2 * kSends);
+    REQUIRE(cqes.size() == 2 * kSends);
+    uint32_t sends = 0, recvs = 0;
+    for (const abi::Cqe& e : cqes) {
+        INFO("wr_id " << e.wr_id << " opcode " << e.opcode << " status " << e.status);
+        CHECK(e.status == 0);
+        if (e.opcode == 128) {  // IBV_WC_RECV, in order
+            CHECK(e.wr_id == recvs);
+            CHECK(e.byte_len == kGrh + kBytes);
+            CHECK(e.src_qp == a.qpn);
+            ++recvs;
+        } else {
+            CHECK(e.wr_id == 1000 + sends);
+            ++sends;
+        }
+    }
+    CHECK(sends == kSends);
+    CHECK(recvs == kSends);
+    for (uint32_t i = 0; i < kSends; ++i) {
+        INFO("message " << i);
+        CHECK(std::memcmp(mem + 16 * 4096 + i * (kGrh + kBytes) + kGrh, mem + i * kBytes, kBytes) == 0);
+    }
+    CHECK(rig.port.sent().empty());  // none went towards another address
+    well_behaved_send(rig);
+}
