@@ -291,7 +291,8 @@ size_t HostService::Impl::scan_work_queues() {
     for (auto& [id, s] : sessions) {
         if (!s->doorbells) continue;
         Session& session = *s;
-        abi::take_doorbells(*session.doorbells, [&](uint32_t slot) {
+        const auto slots = static_cast<uint32_t>(session.doorbell_targets.size());
+        abi::take_doorbells(*session.doorbells, slots, [&](uint32_t slot) {
             if (slot >= session.doorbell_targets.size()) return;
             const QueueRef ref = session.doorbell_targets[slot];
             if (ref.handle == 0) return;  // a bit for a slot the session does not use
