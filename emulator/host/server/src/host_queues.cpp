@@ -276,8 +276,24 @@ HostService::Impl::Served HostService::Impl::serve_srq(HostSrq& srq) {
 void HostService::Impl::add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe) {
     const auto it = cqs.find(cq_handle);
     if (it == cqs.end()) return;
-    it->second->local.push_back(cqe);
-    backlog_cq(*it->second);
+    HostCq& cq = *it->second;
+    // The daemon's own completions count against the CQ's capacity as the engine's do: a client
+    // that posts bad WQEs and never polls overruns its CQ (IBV_EVENT_CQ_ERR, the completion lost)
+    // instead of growing the daemon's memory by a CQE per WQE.
+    if (cq.local.size() >= cq.cqe) {
+        ++counters.cqes_overrun;
+        raise_cq_error(cq);
+        return;
+    }
+    cq.local.push_back(cqe);
+    backlog_cq(cq);
+}
+
+void HostService::Impl::raise_cq_error(HostCq& cq) {
+    if (cq.overrun) return;  // one event per CQ, whoever overran it first
+    cq.overrun = true;
+    cq.ring.header().error.store(1, std::memory_order_release);
+    push_async(*cq.owner, static_cast<uint32_t>(tp::EventType::CqErr), cq.handle);
 }
 
 void HostService::Impl::backlog_cq(HostCq& cq) {
@@ -486,10 +502,7 @@ size_t HostService::Impl::deliver_events() {
                 }
                 break;
             case tp::EventType::CqErr:
-                if (auto it = cqs.find(ev.object); it != cqs.end()) {
-                    it->second->ring.header().error.store(1, std::memory_order_release);
-                    push_async(*it->second->owner, type, ev.object);
-                }
+                if (auto it = cqs.find(ev.object); it != cqs.end()) raise_cq_error(*it->second);
                 break;
             case tp::EventType::SrqErr:
             case tp::EventType::SrqLimitReached:
