@@ -1,6 +1,8 @@
 // What clients may do that hurts, legal or not, through the rings and the socket (the cases the
 // host fuzzer, tests/fuzz/fuzz_host_service.cpp, found or must keep finding harmless): each test
 // ends with the daemon serving a well-behaved client.
+#include <malloc.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -16,6 +18,28 @@ namespace {
 const wire::Gid kOwnGid4 = wire::Gid::from_ipv4(port::test::kSelf.ipv4);
 const wire::Gid kOwnGid6 = wire::Gid::from_ipv6(port::test::kSelfIp6);  // GID 2
 constexpr uint32_t kQkey = 0x11111111;
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RNIC_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RNIC_TEST_ASAN 1
+#endif
+#ifdef RNIC_TEST_ASAN
+#include <sanitizer/allocator_interface.h>
+#endif
+
+// Bytes of heap in use (ASan's allocator replaces malloc's in the sanitizer tree).
+size_t heap_in_use() {
+#ifdef RNIC_TEST_ASAN
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+#endif
+}
 
 // A PD, a registered buffer and one CQ: what every test's session starts from.
 struct Basics {
@@ -234,5 +258,54 @@ TEST_CASE("WQEs the daemon rejects overrun a CQ that is never polled instead of 
         CHECK(cqes[i].wr_id == (i < 4 ? i : 12 + i));
         CHECK(cqes[i].status == 2);  // IBV_WC_LOC_QP_OP_ERR
     }
+    well_behaved_send(rig);
+}
+
+TEST_CASE("a client ringing a queue the engine has no room for costs the daemon no memory per doorbell") {
+    // An RC QP with no ACK timeout (0: none) sending to a QP that does not exist: its sends never
+    // complete, the engine's send queue stays full and every further WQE waits for room. Each
+    // doorbell on that queue added an entry to the list of queues waiting for room until the
+    // device's next completion (anyone's): 8 bytes a turn while nothing completes anywhere.
+    ServiceRig rig;
+    SessionClient c(rig);
+    Basics b = basics(c, 4096, 64);
+    QpRings q = make_qp(c, b, 2, 16);
+    abi::QpAttr a{};
+    a.qp_state = 1;
+    a.port_num = 1;
+    REQUIRE(c.modify_qp(q.qpn, 1 | 16 | 32 | 8, a) == 0);
+    a = {};
+    a.qp_state = 2;
+    a.path_mtu = 3;
+    a.dest_qp_num = 0xFFFF00;
+    std::memcpy(a.ah_attr.dgid, kOwnGid4.raw.data(), 16);
+    REQUIRE(c.modify_qp(q.qpn, 1 | 128 | 256 | (1u << 20) | (1u << 12) | (1u << 17) | (1u << 15), a) == 0);
+    a = {};
+    a.qp_state = 3;
+    a.timeout = 0;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    REQUIRE(c.modify_qp(q.qpn, 1 | (1u << 16) | 512 | 1024 | 2048 | 8192, a) == 0);
+    abi::SendWqe w{};
+    w.opcode = 0;  // a zero-length WRITE
+    w.send_flags = 2;
+    for (int round = 0; round < 2; ++round) {  // 16 in the engine, 16 waiting in the ring
+        for (int i = 0; i < 16; ++i) c.post_send(q, w, {});
+        for (int i = 0; i < 10; ++i) rig.turn();
+    }
+    REQUIRE(q.sq.header().consumer.load() == 16);
+    for (int i = 0; i < 1000; ++i) {  // warm up whatever a turn keeps
+        c.ring_doorbell(q.reply.doorbell);
+        rig.turn();
+    }
+    const size_t before = heap_in_use();
+    for (int i = 0; i < 50000; ++i) {
+        c.ring_doorbell(q.reply.doorbell);
+        rig.turn();
+    }
+    const size_t after = heap_in_use();
+    INFO("heap " << before << " -> " << after);
+    CHECK(after < before + 16 * 1024);  // the list grew to 50000 entries (400 KB and more) before
+    CHECK(q.sq.header().consumer.load() == 16);
     well_behaved_send(rig);
 }

@@ -323,15 +323,17 @@ size_t HostService::Impl::scan_work_queues() {
     // only as work completes), not every turn.
     if (!waiting_for_room.empty() && engine.completion_seq() != room_seq) {
         room_seq = engine.completion_seq();
+        auto retry = [this](QueueRef ref, auto& q) {
+            q.room_listed = false;
+            if (q.waiting != Waiting::ForRoom) return;
+            q.waiting = Waiting::No;
+            wake_queue(ref, q.waiting);
+        };
         for (const QueueRef& ref : waiting_for_room) {
             if (ref.srq) {
-                if (auto it = srqs.find(ref.handle); it != srqs.end() && it->second->waiting == Waiting::ForRoom) {
-                    it->second->waiting = Waiting::No;
-                    wake_queue(ref, it->second->waiting);
-                }
-            } else if (auto it = qps.find(ref.handle); it != qps.end() && it->second->waiting == Waiting::ForRoom) {
-                it->second->waiting = Waiting::No;
-                wake_queue(ref, it->second->waiting);
+                if (auto it = srqs.find(ref.handle); it != srqs.end()) retry(ref, *it->second);
+            } else if (auto it = qps.find(ref.handle); it != qps.end()) {
+                retry(ref, *it->second);
             }
         }
         waiting_for_room.clear();
@@ -342,6 +344,7 @@ size_t HostService::Impl::scan_work_queues() {
         const QueueRef ref = pending.front();
         pending.pop_front();
         Waiting* waiting = nullptr;
+        bool* room_listed = nullptr;
         Served served = Served::Done;
         uint32_t before = 0, after = 0;
         if (ref.srq) {
@@ -349,6 +352,7 @@ size_t HostService::Impl::scan_work_queues() {
             if (it == srqs.end()) continue;
             HostSrq& srq = *it->second;
             waiting = &srq.waiting;
+            room_listed = &srq.room_listed;
             before = srq.wq.consumed;
             served = serve_srq(srq);
             after = srq.wq.consumed;
@@ -357,6 +361,7 @@ size_t HostService::Impl::scan_work_queues() {
             if (it == qps.end()) continue;
             HostQp& qp = *it->second;
             waiting = &qp.waiting;
+            room_listed = &qp.room_listed;
             before = qp.sq.consumed + qp.rq.consumed;
             const Served s = serve_send_queue(qp);
             const Served r = serve_recv_queue(qp);
@@ -370,8 +375,12 @@ size_t HostService::Impl::scan_work_queues() {
         if (served == Served::More) {
             wake_queue(ref, *waiting);
         } else if (served == Served::Full) {
+            // A doorbell may wake a queue that waits for room (its other queue may have work);
+            // listed once, or every doorbell on a full queue would add an entry until the
+            // device's next completion.
             *waiting = Waiting::ForRoom;
-            waiting_for_room.push_back(ref);
+            if (!*room_listed) waiting_for_room.push_back(ref);
+            *room_listed = true;
         }
     }
     return work;

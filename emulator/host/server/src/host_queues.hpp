@@ -52,6 +52,7 @@ struct HostSrq {
     uint32_t srq_limit = 0;
     uint32_t doorbell = 0;  // slot in the owner's doorbell bits
     Waiting waiting = Waiting::No;
+    bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };
 
 struct HostQp {
@@ -70,6 +71,7 @@ struct HostQp {
     WorkQueue rq;
     uint32_t doorbell = 0;  // slot in the owner's doorbell bits
     Waiting waiting = Waiting::No;
+    bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };
 
 }  // namespace rnic::host::server
