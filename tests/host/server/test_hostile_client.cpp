@@ -309,3 +309,43 @@ TEST_CASE("a client ringing a queue the engine has no room for costs the daemon 
     CHECK(q.sq.header().consumer.load() == 16);
     well_behaved_send(rig);
 }
+
+TEST_CASE("one session's queues read at most its share of WQEs per turn, however many it publishes") {
+    // WQEs the daemon rejects cost their client nothing: 1000 QPs re-publishing 256 bad ones each
+    // made every turn 6.7 ms for everyone. A session's queues now read 1024 WQEs per turn between
+    // them; the rest wait for the next turns, and other sessions' queues are served meanwhile.
+    ServiceRig rig;
+    SessionClient hostile(rig);
+    Basics h = basics(hostile, 4096, 4096);
+    std::vector<QpRings> qps;
+    for (int i = 0; i < 16; ++i) qps.push_back(make_qp(hostile, h, 2, 256));
+    for (int i = 0; i < 16; ++i) REQUIRE(hostile.connect(qps[i], qps[(i + 1) % 16].qpn, kOwnGid4) == 0);
+    SessionClient good(rig);
+    Basics g = basics(good, 2 * 4096, 16);
+    QpRings gx = make_qp(good, g, 2, 4), gy = make_qp(good, g, 2, 4);
+    REQUIRE(good.connect(gx, gy.qpn, kOwnGid4) == 0);
+    REQUIRE(good.connect(gy, gx.qpn, kOwnGid4) == 0);
+    for (QpRings& q : qps) {
+        for (uint32_t i = 0; i < q.sq.size(); ++i) {
+            abi::SendWqe w{};
+            w.opcode = 200;  // rejected: completed by the daemon
+            std::memcpy(q.sq.entry(i), &w, sizeof w);
+        }
+        q.sq_produced = q.sq.size();
+        q.sq.publish(q.sq_produced);
+        hostile.ring_doorbell(q.reply.doorbell);
+    }
+    const abi::Sge into{g.buf.iova() + 4096, 64, g.buf.lkey};
+    good.post_recv(gy, 1, std::span(&into, 1));
+    auto consumed = [&] {
+        uint32_t n = 0;
+        for (const QpRings& q : qps) n += q.sq.header().consumer.load();
+        return n;
+    };
+    rig.host->poll(rig.now += 1000);
+    CHECK(consumed() == 1024);
+    CHECK(gy.rq.header().consumer.load() == 1);  // served in the same turn
+    for (int i = 0; i < 3; ++i) rig.host->poll(rig.now += 1000);
+    CHECK(consumed() == 16 * 256);
+    well_behaved_send(rig);
+}
