@@ -30,6 +30,9 @@
 #include <vector>
 
 #include "host_program.hpp"
+#include "rnic/port/arp.hpp"
+#include "rnic/wire/builder.hpp"
+#include "rnic/wire/opcode.hpp"
 #include "session_client.hpp"
 
 using namespace rnic;
@@ -975,9 +978,68 @@ void World::poll_cq() {
     TRACE("poll cq %#x: %zu\n", cq->handle, out.size());
 }
 
+// Collects one frame a port builder writes.
+class FrameCollector final : public common::FrameSink {
+public:
+    std::span<uint8_t> allocate(size_t length) override {
+        frame.assign(length, 0);
+        return frame;
+    }
+    void commit(size_t length) override { frame.resize(length); }
+    std::vector<uint8_t> frame;
+};
+
+// A frame arriving at the port: any bytes; the peer's ARP reply (QPs and AHs towards 10.77.0.2
+// resolve, their frames go to the port); or a RoCEv2 frame with a valid ICRC from the peer or
+// seemingly from ourselves, to any QP, with fuzzed opcode, PSN, extension headers and payload.
 void World::inject() {
-    const auto b = p_.bytes(p_.u8() * 4);
-    rig.port.inject(std::vector<uint8_t>(b.begin(), b.end()));
+    const uint8_t kind = p_.u8() % 3;
+    if (kind == 0) {
+        const auto b = p_.bytes(p_.u8() * 4);
+        rig.port.inject(std::vector<uint8_t>(b.begin(), b.end()));
+        return;
+    }
+    if (kind == 1) {
+        FrameCollector c;
+        const auto& self = port::test::kSelf;
+        port::emit_arp(c, port::test::kPeerMac,
+                       port::ArpPacket{2, port::test::kPeerMac, port::test::kPeerIp, self.mac, self.ipv4, self.mac});
+        rig.port.inject(std::move(c.frame));
+        return;
+    }
+    Hostile* s = session();
+    const bool from_peer = p_.u8() & 1;
+    wire::FrameSpec f;
+    f.dst_mac = port::test::kSelf.mac;
+    f.src_mac = from_peer ? port::test::kPeerMac : port::test::kSelf.mac;
+    f.src_gid = from_peer ? wire::Gid::from_ipv4(port::test::kPeerIp) : kOwnGid4;
+    f.dst_gid = kOwnGid4;
+    f.bth.opcode = p_.u8();
+    const uint8_t flags = p_.u8();
+    f.bth.solicited = flags & 1;
+    f.bth.ack_req = flags & 2;
+    f.bth.mig_req = flags & 4;
+    f.bth.dest_qp = pick_qpn(s) & 0xFFFFFF;
+    f.bth.psn = p_.u32() & 0xFFFFFF;
+    const uint64_t va = p_.u64();
+    const uint32_t key = p_.u32(), length = p_.u32(), word = p_.u32();
+    const uint64_t other = p_.u64();
+    const auto payload = p_.bytes(p_.u8() * 4);
+    const wire::OpcodeInfo& info = wire::opcode_info(f.bth.opcode);
+    if (info.has(wire::kExtDeth)) f.ext.deth = wire::Deth{word, 0, length & 0xFFFFFF};
+    if (info.has(wire::kExtReth)) f.ext.reth = wire::Reth{va, key, length};
+    if (info.has(wire::kExtAtomicEth)) f.ext.atomic_eth = wire::AtomicEth{va, key, other, ~other};
+    if (info.has(wire::kExtAeth)) f.ext.aeth = wire::Aeth{static_cast<uint8_t>(word), length & 0xFFFFFF};
+    if (info.has(wire::kExtAtomicAckEth)) f.ext.atomic_ack_eth = wire::AtomicAckEth{other};
+    if (info.has(wire::kExtImmDt)) f.ext.immdt = wire::ImmDt{word};
+    if (info.has(wire::kExtIeth)) f.ext.ieth = wire::Ieth{key};
+    if (info.has_payload) f.payload = payload;
+    const auto size = wire::frame_size(f);
+    if (!size) return;
+    std::vector<uint8_t> frame(*size);
+    if (!wire::build_frame(f, frame)) return;
+    TRACE("inject opcode %#x to %#x psn %u (%zu bytes)\n", f.bth.opcode, f.bth.dest_qp, f.bth.psn, frame.size());
+    rig.port.inject(std::move(frame));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ enum class Action : uint8_t {
     Disconnect,   // u8 session
     Garbage,      // u8 session, u8 region, u16 offset, u8 length, bytes
     PollCq,       // u8 session, u8 cq
-    Inject,       // u8 length, bytes
+    Inject,       // u8 kind: 0 u8 length/4, bytes; 1 the peer's ARP reply; 2 u8 session, a RoCEv2 frame
     Count
 };
 

@@ -15,8 +15,8 @@ namespace {
 
 // Argument layouts as fuzz_host_service.cpp reads them. Selectors below kPickOther name object
 // (b % count) of the acting session; sizes below kSizeShift are the value itself.
-constexpr uint8_t kRc = 0, kUc = 1, kUd = 2;                             // QpPair types
-constexpr uint8_t kGid4 = 0, kGid6 = 1;                                  // gid selectors: our IPv4 and IPv6 GIDs
+constexpr uint8_t kRc = 0, kUc = 1, kUd = 2;         // QpPair types
+constexpr uint8_t kGid4 = 0, kGid6 = 1, kPeer4 = 3;  // gid selectors: our IPv4 and IPv6 GIDs, the peer
 constexpr uint8_t kSend = 0, kWrite = 1, kRead = 4, kCas = 5, kFaa = 6;  // PostSend opcode table
 constexpr uint8_t kSignaled = 2, kInline = 8;
 constexpr uint8_t kKiB = kSizeShift + 10;  // size 1024
@@ -80,6 +80,13 @@ struct Program : ProgramWriter {
     }
     Program& cq_write(uint8_t s, uint8_t cq, uint8_t field, uint32_t value) {
         action(Action::CqWrite).u8(s).u8(cq).u8(field).u32(value);
+        return *this;
+    }
+    // A RoCEv2 frame to QP `qp` (a selector) from the peer or, spoofed, from ourselves.
+    Program& frame(uint8_t s, bool from_peer, uint8_t opcode, uint8_t qp, uint32_t psn, uint8_t words = 0) {
+        action(Action::Inject).u8(2).u8(s).u8(from_peer).u8(opcode).u8(2).u8(qp).u32(psn);
+        u64(0x1000).u32(0).u32(64).u32(0x11111111).u64(0).u8(words);
+        for (uint8_t i = 0; i < words * 4; ++i) u8(i);
         return *this;
     }
     Program& destroy(uint8_t s, uint8_t op, uint8_t pick) {
@@ -203,6 +210,15 @@ int main(int argc, char** argv) {
     raw.turns(4);
     write(dir, "raw-messages", raw);
 
-    std::printf("%s: 11 seeds\n", dir.c_str());
+    // The peer answers ARP: a pair of RC QPs towards it, frames to the port; then frames from the
+    // peer (a SEND, an ACK, a WRITE to a bad address) and one spoofed from our own address.
+    Program peer;
+    peer.open().setup(0, 1, 32).action(Action::Inject).u8(1);
+    peer.turns(2).pair(0, kRc, kPeer4).recv(0, 1, 1, 0, 64).send(0, 0, kSend, kSignaled, 2, 0, 64).turns(4);
+    peer.frame(0, true, 0x04, 1, 100, 16).frame(0, true, 0x11, 0, 100).frame(0, true, 0x0A, 1, 101, 16);
+    peer.frame(0, false, 0x04, 1, 102, 4).turns(8).poll(0);
+    write(dir, "peer-frames", peer);
+
+    std::printf("%s: 12 seeds\n", dir.c_str());
     return 0;
 }
