@@ -376,7 +376,8 @@ void SessionClient::post_send(QpRings& qp, const abi::SendWqe& wqe, std::span<co
     auto* slot = static_cast<uint8_t*>(qp.sq.entry(qp.sq_produced));
     std::memcpy(slot, &wqe, sizeof wqe);
     const size_t room = (qp.sq.entry_size() - abi::kSendWqeHeader) / sizeof(abi::Sge);
-    std::memcpy(slot + abi::kSendWqeHeader, sges.data(), std::min(room, sges.size()) * sizeof(abi::Sge));
+    if (!sges.empty())
+        std::memcpy(slot + abi::kSendWqeHeader, sges.data(), std::min(room, sges.size()) * sizeof(abi::Sge));
     qp.sq.publish(++qp.sq_produced);
     ring_doorbell(qp.reply.doorbell);
 }
@@ -389,7 +390,7 @@ void write_recv(const abi::RingView& ring, uint32_t index, uint64_t wr_id, std::
     const size_t n = std::min(room, sges.size());
     const abi::RecvWqe w{wr_id, static_cast<uint32_t>(n), 0};
     std::memcpy(slot, &w, sizeof w);
-    std::memcpy(slot + sizeof w, sges.data(), n * sizeof(abi::Sge));
+    if (n) std::memcpy(slot + sizeof w, sges.data(), n * sizeof(abi::Sge));
 }
 
 }  // namespace
