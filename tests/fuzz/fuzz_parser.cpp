@@ -31,8 +31,8 @@ void check_rebuild(const RoceFrame& p) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::span<const uint8_t> frame(data, size);
     if (auto p = parse_frame(frame)) check_rebuild(*p);
-    if (auto p = parse_frame(frame, ParseOptions{.verify_icrc = false, .verify_ip_checksum = false,
-                                                 .verify_udp_checksum = false}))
+    if (auto p = parse_frame(
+            frame, ParseOptions{.verify_icrc = false, .verify_ip_checksum = false, .verify_udp_checksum = false}))
         check_rebuild(*p);
     return 0;
 }

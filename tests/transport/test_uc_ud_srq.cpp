@@ -211,3 +211,53 @@ TEST_CASE("SRQ with multi-packet SENDs up to 1 MiB", "[engine][srq]") {
         REQUIRE(std::memcmp(t.a.buf.data() + i * 1000, t.b.buf.data(), sizes[i]) == 0);
     }
 }
+
+TEST_CASE("UD sends posted through an AH go out to its address after the AH is destroyed and its slot reused",
+          "[engine][ud]") {
+    // Providers copy the address vector into the WQE at post time, so destroying an AH with sends
+    // still queued behind it is legal and they complete normally. Before the engine copied it the
+    // queued sends read the destroyed AH (a crash, or the next AH's address once reused).
+    TwoNodes t(21);
+    t.setup(64 * 1024);
+    QpOptions o;
+    o.type = QpType::Ud;
+    t.connect(o);
+    constexpr uint32_t kSends = 100, kBytes = 256;
+    fill_pattern(t.a.buf, 8);
+    for (uint32_t i = 0; i < kSends; ++i)
+        REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{i, {{t.b.addr(i * (40 + kBytes)), 40 + kBytes, t.b.mr.lkey}}}) == 0);
+    for (uint32_t i = 0; i < kSends; ++i) {
+        SendWr s = make_wr(WrOpcode::Send, 1000 + i, {{t.a.addr(i * kBytes), kBytes, t.a.mr.lkey}});
+        s.ah = t.ah_a_to_b;
+        s.remote_qpn = t.b.qpn;
+        s.remote_qkey = o.qkey;
+        REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+    }
+    // Ten go out; the other ninety are still queued when the AH goes and a new one, to nowhere,
+    // takes its slot.
+    std::vector<std::vector<uint8_t>> first;
+    VectorSink sink(first);
+    REQUIRE(t.a.e().transmit(sink, t.sim.now(), 10) == 10);
+    REQUIRE(t.a.e().destroy_ah(t.ah_a_to_b) == 0);
+    AddressVector nowhere;
+    nowhere.dgid = rnic::wire::Gid::from_ipv4(0x0A000063);
+    nowhere.dmac = {0x02, 0, 0, 0, 0, 0x63};
+    const auto other = t.a.e().create_ah(t.a.pd, nowhere);
+    REQUIRE(other);
+    for (const auto& f : first) t.sim.send(t.id_a, f);
+
+    const auto sent = t.wait_cq(t.a, t.a.send_cq, kSends);
+    const auto received = t.wait_cq(t.b, t.b.recv_cq, kSends);
+    REQUIRE(sent.size() == kSends);
+    REQUIRE(received.size() == kSends);
+    for (uint32_t i = 0; i < kSends; ++i) {
+        INFO(describe(sent[i]) << " / " << describe(received[i]));
+        CHECK(sent[i].status == WcStatus::Success);
+        CHECK(sent[i].wr_id == 1000 + i);
+        CHECK(received[i].status == WcStatus::Success);
+        CHECK(received[i].wr_id == i);
+        CHECK(received[i].byte_len == 40 + kBytes);
+        CHECK(std::memcmp(t.b.buf.data() + i * (40 + kBytes) + 40, t.a.buf.data() + i * kBytes, kBytes) == 0);
+    }
+    CHECK(t.sim.counters().unroutable == 0);
+}

@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
 namespace rnic::host::test {
@@ -160,58 +158,6 @@ int BlockingClient::call(abi::Op op, const void* body, size_t length, const std:
 int BlockingClient::hello() {
     const abi::HelloRequest req{static_cast<uint32_t>(getpid()), 0};
     return call(abi::Op::Hello, req);
-}
-
-transport::EngineConfig rig_engine_config() {
-    transport::EngineConfig ec;
-    ec.mac = port::test::kSelf.mac;
-    ec.gids = port::gid_table(port::test::kSelf);
-    return ec;
-}
-
-Rig::Rig(const std::function<void(server::ServerConfig&)>& tweak)
-    : engine(rig_engine_config()), dp(port, engine, port::test::kSelf, nullptr) {
-    char tmpl[] = "/tmp/rnic-host-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    server::ServerConfig sc;
-    sc.name = "rnictest";
-    sc.run_dir = dir + "/run";
-    sc.mac = port::test::kSelf.mac;
-    sc.ipv4 = port::test::kSelf.ipv4;
-    sc.prefix_length = 24;
-    sc.link_speed_mbps = 10000;  // what a veth reports
-    for (const auto& p : port::test::kSelf.ipv6)
-        sc.ipv6.push_back(port::ipv6_to_string(p.addr) + "/" + std::to_string(p.length));
-    auto resolver = [this](const wire::Gid& dgid, uint64_t t, wire::MacAddr& mac) {
-        switch (dp.resolve(dgid, t, mac)) {
-            case daemon::Neighbour::Resolved:
-                return server::Resolution::Resolved;
-            case daemon::Neighbour::Pending:
-                return server::Resolution::Pending;
-            case daemon::Neighbour::Unreachable:
-                break;
-        }
-        return server::Resolution::Unreachable;
-    };
-    if (tweak) tweak(sc);
-    host = std::make_unique<server::HostService>(io, engine, sc, resolver, [this] { return dp.counter_list(); });
-    host->start();
-    dp.start(now);
-    port.sent().clear();
-}
-
-Rig::~Rig() {
-    host.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-}
-
-void Rig::turn(uint64_t advance_ns) {
-    now += advance_ns;
-    host->poll(now);
-    dp.poll(now);
-    host->poll_control();
 }
 
 Reply Rig::wait_reply(RawClient& c, int max_turns) {

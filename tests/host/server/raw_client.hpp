@@ -1,5 +1,5 @@
-// A hand-written client for the control protocol (plain sendmsg/recvmsg) and a rig that runs
-// rnicd's pieces in-process: FakePort, engine, datapath (ARP, loopback) and the host service.
+// A hand-written client for the control protocol (plain sendmsg/recvmsg) and the in-process
+// daemon of service_rig.hpp with Catch2 checks around its requests and replies.
 #pragma once
 
 // Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
@@ -7,7 +7,6 @@
 #include <utility>
 // clang-format on
 
-#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -15,14 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "datapath.hpp"
 #include "frames.hpp"
 #include "rnic/host/abi/control.hpp"
 #include "rnic/host/abi/doorbell.hpp"
 #include "rnic/host/abi/queue_entries.hpp"
 #include "rnic/host/abi/ring.hpp"
-#include "rnic/host/server/host_service.hpp"
-#include "rnic/port/fake_port.hpp"
+#include "service_rig.hpp"
 
 namespace rnic::host::test {
 
@@ -94,12 +91,9 @@ private:
     uint32_t seq_ = 1;
 };
 
-// Every piece of rnicd but DPDK, with a clock the test moves; `tweak` adjusts the service's
-// configuration before it starts.
-struct Rig {
-    explicit Rig(const std::function<void(server::ServerConfig&)>& tweak = {});
-    ~Rig();
-    void turn(uint64_t advance_ns = 1000);
+// The in-process daemon (service_rig.hpp) with request/reply helpers that check as they go.
+struct Rig : ServiceRig {
+    using ServiceRig::ServiceRig;
     // Sends a request and turns the loop until its reply (or EOF) arrives.
     Reply call(RawClient& c, abi::Op op, const void* body, size_t length, const std::vector<int>& fds = {});
     template <class T>
@@ -108,17 +102,7 @@ struct Rig {
     }
     Reply wait_reply(RawClient& c, int max_turns = 2000);
     Reply hello(RawClient& c);
-
-    std::string dir;
-    port::FakePort port{port::test::kSelf.mac};
-    transport::Engine engine;
-    daemon::Datapath dp;
-    boost::asio::io_context io;
-    std::unique_ptr<server::HostService> host;
-    uint64_t now = 1'000'000'000;
 };
-
-transport::EngineConfig rig_engine_config();
 
 // Memory shared the way the client library does it: a memfd the test maps (its "address") and
 // sends to the daemon; sealable as the library makes them, unless asked otherwise (a client

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "rnic/host/abi/doorbell.hpp"
@@ -22,6 +23,10 @@ using abi::RingView;
 // queues on many QPs shares the turn instead of taking it, and the rest waits one turn.
 constexpr uint32_t kWqesPerQueueTurn = 256;
 constexpr size_t kQueuesPerTurn = 1024;
+// WQEs all queues of one session may read per turn. WQEs the daemon rejects cost their client
+// nothing (no data moves, no engine queue fills), so without this a client with 1000 QPs
+// re-publishing 256 bad WQEs each made every turn 6.7 ms long for everyone (measured).
+constexpr uint32_t kWqesPerSessionTurn = 1024;
 // Full CQ rings looked at again per turn (round robin): a client that does not poll costs a
 // bounded amount each turn until its CQ overflows.
 constexpr size_t kBackloggedCqsPerTurn = 256;
@@ -136,11 +141,12 @@ void HostService::Impl::after_modify(HostQp& qp) {
     }
 }
 
-// Each queue is on at most one list, once, so neither list grows with doorbells. A queue waiting
-// for room ignores its doorbell: the engine has no room for its WQEs until something completes,
-// and then the room list wakes it.
+// A queue is on the pending list once at most (and on the room list once at most, room_listed):
+// neither list grows with doorbells. A queue waiting for room that rings again is served at once,
+// since its other queue (an RQ beside a full SQ) may have work; its room-list entry is skipped
+// once its flag no longer says ForRoom.
 void HostService::Impl::wake_queue(QueueRef ref, Waiting& waiting) {
-    if (waiting != Waiting::No) return;
+    if (waiting == Waiting::Pending) return;
     waiting = Waiting::Pending;
     pending.push_back(ref);
 }
@@ -152,17 +158,15 @@ namespace {
 // business); ENOMEM leaves the WQE in the ring for when the engine has room.
 enum class RingTurn : uint8_t { Done, More, Full, Corrupt };
 
+// At most a queue's share of the turn and what is left of its session's (Session::wqe_budget).
 template <class Post>
-RingTurn read_ring(WorkQueue& q, ServiceCounters& counters, Post&& post) {
-    uint32_t ready = q.ring.ready(q.consumed);
+RingTurn read_ring(WorkQueue& q, Session& owner, ServiceCounters& counters, Post&& post) {
+    const uint32_t ready = q.ring.ready(q.consumed);
     if (ready == RingView::kCorrupt) return RingTurn::Corrupt;
-    RingTurn result = RingTurn::Done;
-    if (ready > kWqesPerQueueTurn) {
-        ready = kWqesPerQueueTurn;
-        result = RingTurn::More;
-    }
+    const uint32_t share = std::min({ready, kWqesPerQueueTurn, owner.wqe_budget});
+    RingTurn result = share < ready ? RingTurn::More : RingTurn::Done;
     const uint32_t start = q.consumed;
-    for (; ready > 0; --ready) {
+    for (uint32_t left = share; left > 0; --left) {
         const int rc = post(static_cast<const uint8_t*>(q.ring.entry(q.consumed)), q.consumed);
         if (rc == ENOMEM) {
             ++counters.wqes_engine_full;
@@ -173,6 +177,7 @@ RingTurn read_ring(WorkQueue& q, ServiceCounters& counters, Post&& post) {
         ++q.consumed;
     }
     if (q.consumed != start) q.ring.release(q.consumed);
+    owner.wqe_budget -= q.consumed - start;
     return result;
 }
 
@@ -186,7 +191,7 @@ HostService::Impl::Served served(RingTurn t) {
 HostService::Impl::Served HostService::Impl::serve_send_queue(HostQp& qp) {
     WorkQueue& sq = qp.sq;
     if (!sq_open(qp.state) || !sq.ring.valid() || sq.broken) return Served::Done;
-    const RingTurn t = read_ring(sq, counters, [&](const uint8_t* slot, uint32_t index) {
+    const RingTurn t = read_ring(sq, *qp.owner, counters, [&](const uint8_t* slot, uint32_t index) {
         abi::SendWqe w;
         int rc = EINVAL;
         if (decode_send_wqe(slot, sq, index, w, send_scratch)) {
@@ -209,7 +214,7 @@ HostService::Impl::Served HostService::Impl::serve_send_queue(HostQp& qp) {
 HostService::Impl::Served HostService::Impl::serve_recv_queue(HostQp& qp) {
     WorkQueue& rq = qp.rq;
     if (qp.srq != 0 || qp.state == tp::QpState::Reset || !rq.ring.valid() || rq.broken) return Served::Done;
-    const RingTurn t = read_ring(rq, counters, [&](const uint8_t* slot, uint32_t index) {
+    const RingTurn t = read_ring(rq, *qp.owner, counters, [&](const uint8_t* slot, uint32_t index) {
         abi::RecvWqe w;
         int rc = EINVAL;
         if (decode_recv_wqe(slot, rq.max_sge, rq.ring.entry_size(), w, recv_scratch)) {
@@ -228,7 +233,7 @@ HostService::Impl::Served HostService::Impl::serve_recv_queue(HostQp& qp) {
 HostService::Impl::Served HostService::Impl::serve_srq(HostSrq& srq) {
     WorkQueue& q = srq.wq;
     if (!q.ring.valid() || q.broken) return Served::Done;
-    const RingTurn t = read_ring(q, counters, [&](const uint8_t* slot, uint32_t) {
+    const RingTurn t = read_ring(q, *srq.owner, counters, [&](const uint8_t* slot, uint32_t) {
         // SRQ slots are reused as soon as they are consumed while the engine may hold the WQE for
         // long: the engine keeps the user's wr_id itself (nothing retires SRQ slots by index).
         abi::RecvWqe w;
@@ -252,8 +257,24 @@ HostService::Impl::Served HostService::Impl::serve_srq(HostSrq& srq) {
 void HostService::Impl::add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe) {
     const auto it = cqs.find(cq_handle);
     if (it == cqs.end()) return;
-    it->second->local.push_back(cqe);
-    backlog_cq(*it->second);
+    HostCq& cq = *it->second;
+    // The daemon's own completions count against the CQ's capacity as the engine's do: a client
+    // that posts bad WQEs and never polls overruns its CQ (IBV_EVENT_CQ_ERR, the completion lost)
+    // instead of growing the daemon's memory by a CQE per WQE.
+    if (cq.local.size() >= cq.cqe) {
+        ++counters.cqes_overrun;
+        raise_cq_error(cq);
+        return;
+    }
+    cq.local.push_back(cqe);
+    backlog_cq(cq);
+}
+
+void HostService::Impl::raise_cq_error(HostCq& cq) {
+    if (cq.overrun) return;  // one event per CQ, whoever overran it first
+    cq.overrun = true;
+    cq.ring.header().error.store(1, std::memory_order_release);
+    push_async(*cq.owner, static_cast<uint32_t>(tp::EventType::CqErr), cq.handle);
 }
 
 void HostService::Impl::backlog_cq(HostCq& cq) {
@@ -265,9 +286,11 @@ void HostService::Impl::backlog_cq(HostCq& cq) {
 size_t HostService::Impl::scan_work_queues() {
     // The doorbells: each session's bits name the queues that rang since the last turn.
     for (auto& [id, s] : sessions) {
+        s->wqe_budget = kWqesPerSessionTurn;
         if (!s->doorbells) continue;
         Session& session = *s;
-        abi::take_doorbells(*session.doorbells, [&](uint32_t slot) {
+        const auto slots = static_cast<uint32_t>(session.doorbell_targets.size());
+        abi::take_doorbells(*session.doorbells, slots, [&](uint32_t slot) {
             if (slot >= session.doorbell_targets.size()) return;
             const QueueRef ref = session.doorbell_targets[slot];
             if (ref.handle == 0) return;  // a bit for a slot the session does not use
@@ -282,15 +305,17 @@ size_t HostService::Impl::scan_work_queues() {
     // only as work completes), not every turn.
     if (!waiting_for_room.empty() && engine.completion_seq() != room_seq) {
         room_seq = engine.completion_seq();
+        auto retry = [this](QueueRef ref, auto& q) {
+            q.room_listed = false;
+            if (q.waiting != Waiting::ForRoom) return;
+            q.waiting = Waiting::No;
+            wake_queue(ref, q.waiting);
+        };
         for (const QueueRef& ref : waiting_for_room) {
             if (ref.srq) {
-                if (auto it = srqs.find(ref.handle); it != srqs.end() && it->second->waiting == Waiting::ForRoom) {
-                    it->second->waiting = Waiting::No;
-                    wake_queue(ref, it->second->waiting);
-                }
-            } else if (auto it = qps.find(ref.handle); it != qps.end() && it->second->waiting == Waiting::ForRoom) {
-                it->second->waiting = Waiting::No;
-                wake_queue(ref, it->second->waiting);
+                if (auto it = srqs.find(ref.handle); it != srqs.end()) retry(ref, *it->second);
+            } else if (auto it = qps.find(ref.handle); it != qps.end()) {
+                retry(ref, *it->second);
             }
         }
         waiting_for_room.clear();
@@ -301,6 +326,7 @@ size_t HostService::Impl::scan_work_queues() {
         const QueueRef ref = pending.front();
         pending.pop_front();
         Waiting* waiting = nullptr;
+        bool* room_listed = nullptr;
         Served served = Served::Done;
         uint32_t before = 0, after = 0;
         if (ref.srq) {
@@ -308,6 +334,7 @@ size_t HostService::Impl::scan_work_queues() {
             if (it == srqs.end()) continue;
             HostSrq& srq = *it->second;
             waiting = &srq.waiting;
+            room_listed = &srq.room_listed;
             before = srq.wq.consumed;
             served = serve_srq(srq);
             after = srq.wq.consumed;
@@ -316,6 +343,7 @@ size_t HostService::Impl::scan_work_queues() {
             if (it == qps.end()) continue;
             HostQp& qp = *it->second;
             waiting = &qp.waiting;
+            room_listed = &qp.room_listed;
             before = qp.sq.consumed + qp.rq.consumed;
             const Served s = serve_send_queue(qp);
             const Served r = serve_recv_queue(qp);
@@ -329,8 +357,12 @@ size_t HostService::Impl::scan_work_queues() {
         if (served == Served::More) {
             wake_queue(ref, *waiting);
         } else if (served == Served::Full) {
+            // A doorbell may wake a queue that waits for room (its other queue may have work);
+            // listed once, or every doorbell on a full queue would add an entry until the
+            // device's next completion.
             *waiting = Waiting::ForRoom;
-            waiting_for_room.push_back(ref);
+            if (!*room_listed) waiting_for_room.push_back(ref);
+            *room_listed = true;
         }
     }
     return work;
@@ -460,10 +492,7 @@ size_t HostService::Impl::deliver_events() {
                 }
                 break;
             case tp::EventType::CqErr:
-                if (auto it = cqs.find(ev.object); it != cqs.end()) {
-                    it->second->ring.header().error.store(1, std::memory_order_release);
-                    push_async(*it->second->owner, type, ev.object);
-                }
+                if (auto it = cqs.find(ev.object); it != cqs.end()) raise_cq_error(*it->second);
                 break;
             case tp::EventType::SrqErr:
             case tp::EventType::SrqLimitReached:

@@ -33,8 +33,10 @@ struct HostCq {
     uint32_t cqe = 0;
     uint32_t channel = 0;
     std::shared_ptr<Channel> channel_ref;
-    common::RingBuffer<abi::Cqe> local;  // completions the daemon itself made (rejected WQEs)
+    // Completions the daemon itself made (rejected WQEs), at most `cqe` of them: more is an overrun.
+    common::RingBuffer<abi::Cqe> local;
     bool backlogged = false;  // on the service's backlog: the engine or `local` holds more than the ring took
+    bool overrun = false;     // IBV_EVENT_CQ_ERR raised (the engine's CQ overflowed, or `local` did)
 };
 
 // Where a queue's work waits between turns (HostService::Impl::pending / waiting_for_room).
@@ -50,6 +52,7 @@ struct HostSrq {
     uint32_t srq_limit = 0;
     uint32_t doorbell = 0;  // slot in the owner's doorbell bits
     Waiting waiting = Waiting::No;
+    bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };
 
 struct HostQp {
@@ -68,6 +71,7 @@ struct HostQp {
     WorkQueue rq;
     uint32_t doorbell = 0;  // slot in the owner's doorbell bits
     Waiting waiting = Waiting::No;
+    bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };
 
 }  // namespace rnic::host::server

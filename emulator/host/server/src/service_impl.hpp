@@ -43,6 +43,7 @@ struct ServiceCounters {
     uint64_t wqes_engine_full = 0;  // left in the ring for a later turn
     uint64_t cqes_delivered = 0;
     uint64_t cqes_dropped = 0;  // their QP was destroyed before delivery
+    uint64_t cqes_overrun = 0;  // made by the daemon (rejected WQEs) for a CQ already holding `cqe` of them
     uint64_t cq_events = 0;     // completion-channel notifications
     uint64_t async_events = 0;
     uint64_t async_events_dropped = 0;  // the session's async ring was full
@@ -143,6 +144,7 @@ struct HostService::Impl {
     Served serve_recv_queue(HostQp& qp);
     Served serve_srq(HostSrq& srq);
     void add_local_cqe(uint32_t cq_handle, const abi::Cqe& cqe);
+    void raise_cq_error(HostCq& cq);
     void backlog_cq(HostCq& cq);
     size_t deliver_cq(HostCq& cq);
 

@@ -100,6 +100,7 @@ struct Session {
     std::vector<uint32_t> free_doorbells;    // slots given back, reused first
     uint32_t async_produced = 0;
     uint64_t async_dropped = 0;
+    uint32_t wqe_budget = 0;  // WQEs its queues may still read this turn (host_queues.cpp)
 
     std::set<uint32_t> pds;
     std::map<uint32_t, HostMr> mrs;                         // by lkey

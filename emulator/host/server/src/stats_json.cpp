@@ -94,6 +94,7 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
         {"host_wqes_engine_full", c.wqes_engine_full},
         {"host_cqes_delivered", c.cqes_delivered},
         {"host_cqes_dropped", c.cqes_dropped},
+        {"host_cqes_overrun", c.cqes_overrun},
         {"host_cq_events", c.cq_events},
         {"host_async_events", c.async_events},
         {"host_async_events_dropped", c.async_events_dropped},
