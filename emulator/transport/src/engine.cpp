@@ -296,8 +296,6 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) noexce
     if (mask & QpAttr::MaxDestRdAtomic) {
         qp->resp.resources.assign(std::max<uint32_t>(q.max_dest_rd_atomic, 1), {});
         qp->resp.next_resource = 0;
-        // Room for every READ response and atomic ACK it may owe, plus the ACKs between them.
-        qp->resp.responses.reserve(2 * qp->resp.resources.size() + 64);
     }
 
     if (to != qp->state) {
@@ -508,6 +506,21 @@ size_t Engine::mr_count() const noexcept {
 }
 size_t Engine::armed_timers() const noexcept {
     return core_->timers.size();
+}
+
+size_t Engine::qp_storage_bytes(uint32_t qpn) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
+    return qp ? sizeof(QueuePair) + qp->sq.bytes() + qp->rq.bytes() : 0;
+}
+
+size_t Engine::srq_storage_bytes(uint32_t srq) const noexcept {
+    const SharedReceiveQueue* s = core_->srqs.find(srq);
+    return s ? sizeof(SharedReceiveQueue) + s->wqes.bytes() : 0;
+}
+
+size_t Engine::cq_storage_bytes(uint32_t cq) const noexcept {
+    const CompletionQueue* c = core_->cqs.find(cq);
+    return c ? sizeof(CompletionQueue) + size_t{c->capacity()} * sizeof(WorkCompletion) : 0;
 }
 
 }  // namespace rnic::transport

@@ -79,6 +79,9 @@ public:
     SendWqe& push(const SendWr& wr, uint32_t length);
     void pop_front() noexcept { ++head_; }
     void clear() noexcept { head_ = tail_ = 0; }
+    size_t bytes() const noexcept {
+        return wqes_.capacity() * sizeof(SendWqe) + sges_.capacity() * sizeof(Sge) + inline_.capacity();
+    }
 
 private:
     uint32_t max_wr_ = 0;
@@ -132,6 +135,11 @@ public:
     void give_back(uint32_t slot) { posted_.push_front(slot); }
     void release(uint32_t slot) { free_.push_back(slot); }
     void clear();
+
+    size_t bytes() const noexcept {
+        return wqes_.capacity() * sizeof(RecvWqe) + sges_.capacity() * sizeof(Sge) +
+               (posted_.capacity() + free_.capacity()) * sizeof(uint32_t);
+    }
 
     RecvView view(uint32_t slot) const noexcept {
         return {wqes_[slot].wr_id, {sges_.data() + size_t{slot} * max_sge_, wqes_[slot].num_sge}};

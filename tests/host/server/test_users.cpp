@@ -287,6 +287,38 @@ TEST_CASE("registered memory counts against the client process's RLIMIT_MEMLOCK 
     CHECK(j["sessions"].empty());
 }
 
+TEST_CASE("queues count against RLIMIT_MEMLOCK too, as mlx5's pinned queue buffers do") {
+    Rig rig;
+    chmod(rig.dir.c_str(), 0755);
+    const std::string path = rig.host->socket_path();
+    // nobody, 40 pages: a 32-page MR and small queues fit; big queues (rings and the engine's
+    // copies of their WQEs) do not, and what a destroyed queue held is free again.
+    const std::string problems = as_user(rig, kNobody, kNogroup, 40 * kPage, [&](std::ostream& out) {
+        BlockingClient c(path);
+        const uint32_t pd = prepare(c, out);
+        EXPECT_RC(out, "a 32-page MR", reg_mr(c, pd, 0, 32 * kPage), 0);
+        std::vector<uint8_t> body;
+        EXPECT_RC(out, "a small CQ", c.call(Op::CreateCq, abi::CreateCqRequest{16, 0, 0, 0}, {}, &body), 0);
+        const uint32_t cq = handle_of(body);
+        EXPECT_RC(out, "a small QP", c.call(Op::CreateQp, rc_qp(pd, cq), {}, &body), 0);
+        const uint32_t small_qpn = handle_of(body);
+        abi::CreateQpRequest big = rc_qp(pd, cq);
+        big.cap = {4096, 4096, 16, 16, 0};
+        EXPECT_RC(out, "a QP of 4,096 WRs of 16 SGEs", c.call(Op::CreateQp, big), ENOMEM);
+        EXPECT_RC(out, "a CQ of 65,536", c.call(Op::CreateCq, abi::CreateCqRequest{65536, 0, 0, 0}), ENOMEM);
+        EXPECT_RC(out, "an SRQ of 8,192 WRs of 8 SGEs", c.call(Op::CreateSrq, abi::CreateSrqRequest{pd, 8192, 8, 0}),
+                  ENOMEM);
+        // The small queues hold at least a page each, so 8 more pages of MR do not fit beside them,
+        EXPECT_RC(out, "8 pages of MR beside the queues", reg_mr(c, pd, 0, 8 * kPage), ENOMEM);
+        EXPECT_RC(out, "DestroyQp", c.call(Op::DestroyQp, abi::HandleRequest{small_qpn, 0}), 0);
+        EXPECT_RC(out, "DestroyCq", c.call(Op::DestroyCq, abi::HandleRequest{cq, 0}), 0);
+        // and do once they are gone: 32 + 8 pages, the limit.
+        EXPECT_RC(out, "8 pages of MR once they are gone", reg_mr(c, pd, 0, 8 * kPage), 0);
+    });
+    CHECK(problems == "");
+    CHECK(json::parse(rig.host->stats_json())["counters"]["host_memlock_refusals"] == 4);
+}
+
 TEST_CASE("CAP_IPC_LOCK lifts RLIMIT_MEMLOCK, as in the kernel") {
     Rig rig;  // this process is root, with CAP_IPC_LOCK
     rlimit old{};

@@ -574,6 +574,24 @@ void HostService::Impl::finish_deferred(Session& s, Resolution r, const wire::Ma
     }
 }
 
+// A queue's memory (the ring the client maps and the engine's copy of its WQEs, or a CQ's
+// completions) counts against the owner's RLIMIT_MEMLOCK as mlx5's queue buffers do (user memory
+// pinned by ib_umem_get; rxe keeps them in kernel memory instead): without a bound, one user could
+// make the daemon every application shares allocate until it is killed (a QP of 16,384 WRs of 32
+// SGEs and 256 bytes inline takes 22 MB). CAP_IPC_LOCK lifts it, as for registered memory.
+int HostService::Impl::charge_queue_memory(Session& s, size_t bytes, uint64_t& pages) {
+    const uint64_t n = (bytes + kPageSize - 1) / kPageSize;
+    const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
+    if (int rc = pinned->charge(s.process, n, limit); rc) {
+        ++counters.memlock_refusals;
+        spdlog::info("session {} (pid {}): a queue of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}", s.id,
+                     s.pid, n, limit.bytes, pinned->pinned(s.process), rc == EPERM ? "EPERM" : "ENOMEM");
+        return rc;
+    }
+    pages = n;
+    return 0;
+}
+
 void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<const uint8_t> body,
                                  std::vector<int>& fds) {
     auto ok = [&](const auto& out, std::span<const int> out_fds = {}) { reply(s, h, 0, bytes_of(out), out_fds); };
@@ -811,6 +829,12 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 uncharge(s, Resource::Cqs);
                 return fail(rc);
             }
+            if (int rc = charge_queue_memory(s, cq->memory.size() + engine.cq_storage_bytes(*handle), cq->pinned_pages);
+                rc) {
+                engine.destroy_cq(*handle);
+                uncharge(s, Resource::Cqs);
+                return fail(rc);
+            }
             cq->ring = init_ring(cq->memory.data(), size, sizeof(Cqe));
             cq->handle = *handle;
             cq->owner = &s;
@@ -829,6 +853,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             if (!s.cqs.count(req.handle)) return fail(EINVAL);
             const int rc = engine.destroy_cq(req.handle);
             if (rc == 0) {
+                pinned->release(s.process, cqs.at(req.handle)->pinned_pages);
                 s.cqs.erase(req.handle);
                 cqs.erase(req.handle);
                 uncharge(s, Resource::Cqs);
@@ -861,9 +886,18 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             srq->owner = &s;
             srq->max_wr = req.max_wr;
             srq->srq_limit = req.srq_limit;
+            if (int rc =
+                    charge_queue_memory(s, srq->memory.size() + engine.srq_storage_bytes(*handle), srq->pinned_pages);
+                rc) {
+                engine.destroy_srq(*handle);
+                uncharge(s, Resource::Srqs);
+                return fail(rc);
+            }
             srq->doorbell = s.take_doorbell({*handle, true});
             if (srq->doorbell == UINT32_MAX) {
+                pinned->release(s.process, srq->pinned_pages);
                 engine.destroy_srq(*handle);
+                uncharge(s, Resource::Srqs);
                 return fail(ENOMEM);
             }
             const CreateSrqReply out{*handle,       req.max_wr, attr.max_sge,
@@ -902,6 +936,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             const int rc = engine.destroy_srq(req.handle);
             if (rc == 0) {
                 s.release_doorbell(srqs.at(req.handle)->doorbell);
+                pinned->release(s.process, srqs.at(req.handle)->pinned_pages);
                 s.srqs.erase(req.handle);
                 srqs.erase(req.handle);
                 uncharge(s, Resource::Srqs);
@@ -952,9 +987,18 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
                 qp->rq.wr_ids.assign(rq_size, 0);
             }
             qp->qpn = info->qpn;
+            if (int rc =
+                    charge_queue_memory(s, qp->memory.size() + engine.qp_storage_bytes(info->qpn), qp->pinned_pages);
+                rc) {
+                engine.destroy_qp(info->qpn);
+                uncharge(s, Resource::Qps);
+                return fail(rc);
+            }
             qp->doorbell = s.take_doorbell({info->qpn, false});
             if (qp->doorbell == UINT32_MAX) {
+                pinned->release(s.process, qp->pinned_pages);
                 engine.destroy_qp(info->qpn);
+                uncharge(s, Resource::Qps);
                 return fail(ENOMEM);
             }
             qp->owner = &s;
@@ -1030,6 +1074,7 @@ void HostService::Impl::dispatch(Session& s, const MessageHeader& h, std::span<c
             const int rc = engine.destroy_qp(req.handle);
             if (rc == 0) {
                 s.release_doorbell(qps.at(req.handle)->doorbell);
+                pinned->release(s.process, qps.at(req.handle)->pinned_pages);
                 s.qps.erase(req.handle);
                 qps.erase(req.handle);
                 uncharge(s, Resource::Qps);

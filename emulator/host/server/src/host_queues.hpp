@@ -35,8 +35,9 @@ struct HostCq {
     std::shared_ptr<Channel> channel_ref;
     // Completions the daemon itself made (rejected WQEs), at most `cqe` of them: more is an overrun.
     common::RingBuffer<abi::Cqe> local;
-    bool backlogged = false;  // on the service's backlog: the engine or `local` holds more than the ring took
-    bool overrun = false;     // IBV_EVENT_CQ_ERR raised (the engine's CQ overflowed, or `local` did)
+    bool backlogged = false;    // on the service's backlog: the engine or `local` holds more than the ring took
+    uint64_t pinned_pages = 0;  // charged to the owner's locked memory (charge_queue_memory)
+    bool overrun = false;       // IBV_EVENT_CQ_ERR raised (the engine's CQ overflowed, or `local` did)
 };
 
 // Where a queue's work waits between turns (HostService::Impl::pending / waiting_for_room).
@@ -50,7 +51,8 @@ struct HostSrq {
     WorkQueue wq;
     uint32_t max_wr = 0;
     uint32_t srq_limit = 0;
-    uint32_t doorbell = 0;  // slot in the owner's doorbell bits
+    uint32_t doorbell = 0;      // slot in the owner's doorbell bits
+    uint64_t pinned_pages = 0;  // charged to the owner's locked memory (charge_queue_memory)
     Waiting waiting = Waiting::No;
     bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };
@@ -69,7 +71,8 @@ struct HostQp {
     SharedMemory memory;
     WorkQueue sq;
     WorkQueue rq;
-    uint32_t doorbell = 0;  // slot in the owner's doorbell bits
+    uint32_t doorbell = 0;      // slot in the owner's doorbell bits
+    uint64_t pinned_pages = 0;  // charged to the owner's locked memory (charge_queue_memory)
     Waiting waiting = Waiting::No;
     bool room_listed = false;  // on HostService::Impl::waiting_for_room (once at most)
 };

@@ -123,6 +123,7 @@ struct HostService::Impl {
                std::span<const int> fds = {});
     void reject(Session& s, const abi::MessageHeader& request, int result, const char* why);
     void finish_deferred(Session& s, Resolution r, const wire::MacAddr& mac);
+    int charge_queue_memory(Session& s, size_t bytes, uint64_t& pages);
 
     // ---- session.cpp ----
     void close_session(Session& s, const char* why);

@@ -74,14 +74,17 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     for (uint32_t qpn : s.qps) {
         engine.modify_qp(qpn, err, transport::QpAttr::State);
         engine.destroy_qp(qpn);
+        if (auto it = qps.find(qpn); it != qps.end()) pinned->release(s.process, it->second->pinned_pages);
         qps.erase(qpn);
     }
     for (uint32_t h : s.srqs) {
         engine.destroy_srq(h);
+        if (auto it = srqs.find(h); it != srqs.end()) pinned->release(s.process, it->second->pinned_pages);
         srqs.erase(h);
     }
     for (uint32_t h : s.cqs) {
         engine.destroy_cq(h);
+        if (auto it = cqs.find(h); it != cqs.end()) pinned->release(s.process, it->second->pinned_pages);
         cqs.erase(h);
     }
     for (const auto& [h, pd] : s.ahs) engine.destroy_ah(h);

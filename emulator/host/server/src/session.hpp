@@ -80,9 +80,9 @@ struct Session {
     uint32_t id;
     Socket socket;
     uint32_t pid = 0;
-    uint32_t uid = UINT32_MAX;  // (uid_t)-1, nobody's, until SO_PEERCRED says who it is
-    bool peer_known = false;    // SO_PEERCRED answered: pid and uid are the peer's
-    ProcessId process;          // pid and start time: whose RLIMIT_MEMLOCK the MRs count against
+    uint32_t uid = UINT32_MAX;      // (uid_t)-1, nobody's, until SO_PEERCRED says who it is
+    bool peer_known = false;        // SO_PEERCRED answered: pid and uid are the peer's
+    ProcessId process;              // pid and start time: whose RLIMIT_MEMLOCK the MRs count against
     LockLimit accepted_lock_limit;  // read at accept: used once the process can no longer be read
     bool hello_done = false;
     bool closed = false;

@@ -165,6 +165,12 @@ public:
     size_t ah_count() const noexcept;
     size_t mr_count() const noexcept;
     size_t armed_timers() const noexcept;
+    // The daemon memory an object's queues take at most: a QP's or SRQ's WQE storage (sized at
+    // creation), a CQ's completions once full. 0 for no such object. The host charges it to the
+    // owner, as mlx5's queue buffers count against the locked-memory limit.
+    size_t qp_storage_bytes(uint32_t qpn) const noexcept;
+    size_t srq_storage_bytes(uint32_t srq) const noexcept;
+    size_t cq_storage_bytes(uint32_t cq) const noexcept;
     // The protection unit, for its access-error counters (Stats).
     const mem::MemoryTable& memory() const noexcept;
 
