@@ -7,7 +7,8 @@
 // Op order: row i is op i + 1), and its handler, a member of HostService::Impl in the
 // handlers_*.cpp of its kind taking (Request&, const <its request struct>&) (or only Request&
 // when the request has no body). The handler starts with a body of the right size, the
-// descriptors the row names and a session past Hello; it still checks every field.
+// descriptors the row names and the session on the right side of Hello; every field is still
+// its to check.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
