@@ -27,6 +27,18 @@ std::string_view parse_errc_name(ParseErrc code) noexcept {
         case ParseErrc::BadPadCount: return "bad_pad_count";
         case ParseErrc::BadPacketLength: return "bad_packet_length";
         case ParseErrc::BadIcrc: return "bad_icrc";
+        case ParseErrc::NotGsiSend: return "not_gsi_send";
+        case ParseErrc::BadGsiQkey: return "bad_gsi_qkey";
+        case ParseErrc::BadMadLength: return "bad_mad_length";
+        case ParseErrc::BadMadBaseVersion: return "bad_mad_base_version";
+        case ParseErrc::WrongMgmtClass: return "wrong_mgmt_class";
+        case ParseErrc::BadClassVersion: return "bad_class_version";
+        case ParseErrc::BadCmMethod: return "bad_cm_method";
+        case ParseErrc::UnknownCmAttribute: return "unknown_cm_attribute";
+        case ParseErrc::BadCmLength: return "bad_cm_length";
+        case ParseErrc::TruncatedRdmaCmHeader: return "truncated_rdma_cm_header";
+        case ParseErrc::BadRdmaCmVersion: return "bad_rdma_cm_version";
+        case ParseErrc::BadRdmaCmIpVersion: return "bad_rdma_cm_ip_version";
     }
     return "unknown";
 }
@@ -56,6 +68,18 @@ std::string_view parse_errc_text(ParseErrc code) noexcept {
         case ParseErrc::BadPadCount: return "pad count exceeds the payload";
         case ParseErrc::BadPacketLength: return "transport packet length not a multiple of 4";
         case ParseErrc::BadIcrc: return "ICRC does not match";
+        case ParseErrc::NotGsiSend: return "frame to QP 1 is not a UD SEND ONLY";
+        case ParseErrc::BadGsiQkey: return "Q_Key of a frame to QP 1 is not 0x80010000";
+        case ParseErrc::BadMadLength: return "MAD is not 256 bytes";
+        case ParseErrc::BadMadBaseVersion: return "MAD base version is not 1";
+        case ParseErrc::WrongMgmtClass: return "MAD is not of the expected management class";
+        case ParseErrc::BadClassVersion: return "CM MAD class version is not 2";
+        case ParseErrc::BadCmMethod: return "CM message not sent with the Send method";
+        case ParseErrc::UnknownCmAttribute: return "CM attribute ID is not a decoded message";
+        case ParseErrc::BadCmLength: return "REJ ARI or SIDR_REP info length exceeds 72 bytes";
+        case ParseErrc::TruncatedRdmaCmHeader: return "private data shorter than the rdma_cm header";
+        case ParseErrc::BadRdmaCmVersion: return "rdma_cm header version is not 0";
+        case ParseErrc::BadRdmaCmIpVersion: return "rdma_cm header IP version is neither 4 nor 6";
     }
     return "unknown error";
 }

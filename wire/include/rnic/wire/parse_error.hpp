@@ -1,4 +1,5 @@
-// Why a frame is not a valid RoCEv2 packet. Each code names exactly one rule.
+// Why a frame is not a valid RoCEv2 packet, or the MAD it carries to QP 1 not a valid one. Each
+// code names exactly one rule.
 #pragma once
 
 #include <cstddef>
@@ -31,9 +32,22 @@ enum class ParseErrc : uint8_t {
     BadPadCount,        // pad count larger than the payload, or set where there is no payload
     BadPacketLength,    // transport packet not a multiple of 4 bytes
     BadIcrc,
+    // Management datagrams to QP 1 (gsi_frame.hpp, mad.hpp, cm_messages.hpp, rdma_cm_header.hpp):
+    NotGsiSend,             // frame to QP 1 that is not a UD SEND ONLY
+    BadGsiQkey,             // DETH Q_Key of a frame to QP 1 is not 0x80010000
+    BadMadLength,           // MAD not exactly 256 bytes
+    BadMadBaseVersion,      // MAD base version is not 1
+    WrongMgmtClass,         // not the management class being decoded (CM: 0x07)
+    BadClassVersion,        // CM class version is not 2
+    BadCmMethod,            // CM message not sent with the Send method
+    UnknownCmAttribute,     // attribute ID is not a CM message decoded here
+    BadCmLength,            // REJ ARI or SIDR_REP info length beyond its 72-byte field
+    TruncatedRdmaCmHeader,  // private data shorter than rdma_cm's 36-byte header
+    BadRdmaCmVersion,       // rdma_cm header version is not 0
+    BadRdmaCmIpVersion,     // rdma_cm header IP version is neither 4 nor 6
 };
 
-inline constexpr size_t kParseErrcCount = static_cast<size_t>(ParseErrc::BadIcrc) + 1;
+inline constexpr size_t kParseErrcCount = static_cast<size_t>(ParseErrc::BadRdmaCmIpVersion) + 1;
 
 struct ParseError {
     ParseErrc code;

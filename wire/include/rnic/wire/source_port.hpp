@@ -29,4 +29,12 @@ constexpr uint16_t rocev2_source_port(uint32_t local_qpn, uint32_t remote_qpn, u
     return rocev2_source_port_from_flow_label(flow_label ? flow_label : rocev2_flow_label(local_qpn, remote_qpn));
 }
 
+// rxe's own choice before any flow label applies, and the one it keeps for UD and GSI QPs
+// (rxe_qp_init_req): the QPN hashed to 14 bits with the kernel's hash_32 (multiply by the 32-bit
+// golden ratio, keep the top bits) above 0xC000. QP 1 gets 0xD872, QP 0x11 0xDF94.
+constexpr uint16_t rxe_qp_source_port(uint32_t qpn) noexcept {
+    const uint32_t hash = static_cast<uint32_t>(qpn * 0x61C88647u) >> (32 - 14);
+    return static_cast<uint16_t>(kRoceSourcePortBase + (hash & 0x3FFF));
+}
+
 }  // namespace rnic::wire
