@@ -70,7 +70,8 @@ Expected<Mad, ParseError> gsi_mad(const RoceFrame& frame);
 // parse_frame, then gsi_mad.
 Expected<GsiFrame, ParseError> parse_gsi_frame(std::span<const uint8_t> frame, const ParseOptions& options = {});
 
-// The spec that rebuilds `frame` byte for byte with build_gsi_frame (it must be a GSI frame).
+// The spec that rebuilds `frame` byte for byte with build_gsi_frame: a GSI frame with the BTH's
+// SE, MigReq, FECN/BECN and reserved bits clear, as every one Linux sends.
 GsiFrameSpec gsi_spec_from_frame(const RoceFrame& frame);
 
 }  // namespace rnic::wire

@@ -51,7 +51,7 @@ inline constexpr size_t kParseErrcCount = static_cast<size_t>(ParseErrc::BadRdma
 
 struct ParseError {
     ParseErrc code;
-    size_t offset;  // frame offset of the field or header found wrong
+    size_t offset;  // offset of the field or header found wrong, in the buffer given to the parser
 };
 
 std::string_view parse_errc_name(ParseErrc code) noexcept;   // e.g. "bad_icrc"
