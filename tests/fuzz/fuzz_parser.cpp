@@ -1,12 +1,16 @@
 // libFuzzer target: any bytes into the parser, with and without ICRC checking (without it the
 // fuzzer gets past the CRC into the transport headers). Whatever parses must rebuild into a
-// frame that parses again with the same transport fields.
+// frame that parses again with the same transport fields. Frames to QP 1 go on through the MAD,
+// CM and rdma_cm decoders: a decoded CM message must encode back to a MAD that decodes to it.
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
 #include "rnic/wire/builder.hpp"
+#include "rnic/wire/cm_messages.hpp"
+#include "rnic/wire/gsi_frame.hpp"
 #include "rnic/wire/parser.hpp"
+#include "rnic/wire/rdma_cm_header.hpp"
 
 using namespace rnic::wire;
 
@@ -26,13 +30,27 @@ void check_rebuild(const RoceFrame& p) {
         std::abort();
 }
 
+void check_mad(const RoceFrame& p) {
+    auto mad = gsi_mad(p);
+    if (!mad) return;
+    auto cm = decode_cm(*mad);
+    if (!cm) return;
+    const Mad again = encode_cm(*cm, mad->header.transaction_id, mad->header.attribute_modifier);
+    auto back = decode_cm(again);
+    if (!back || !(*back == *cm)) std::abort();
+    if (const auto* req = std::get_if<CmReq>(&*cm)) (void)parse_rdma_cm_ip_header(req->private_data);
+    if (const auto* sreq = std::get_if<CmSidrReq>(&*cm)) (void)parse_rdma_cm_ip_header(sreq->private_data);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::span<const uint8_t> frame(data, size);
     if (auto p = parse_frame(frame)) check_rebuild(*p);
     if (auto p = parse_frame(
-            frame, ParseOptions{.verify_icrc = false, .verify_ip_checksum = false, .verify_udp_checksum = false}))
+            frame, ParseOptions{.verify_icrc = false, .verify_ip_checksum = false, .verify_udp_checksum = false})) {
         check_rebuild(*p);
+        check_mad(*p);
+    }
     return 0;
 }

@@ -5,8 +5,11 @@
           extension-header values rnic-pcap reports, and marks none malformed, none with an
           expert error or warning.
   scapy:  scapy.contrib.roce recomputes the same ICRC (IPv4 only: scapy 2.5 has no IPv6 ICRC).
+  MADs:   for frames to QP 1, tshark's MAD header and InfiniBand CM fields (REQ, REP, RTU, DREQ,
+          DREP: communication IDs, service ID, the rdma_cm addresses in REQ private data) equal
+          rnic-pcap's; tshark 4.0 does not dissect SIDR_REQ/SIDR_REP, which only get the header.
 
-Usage: check_tshark_decode.py RNIC_PCAP FILE.pcap... [--min-frames N]
+Usage: check_tshark_decode.py RNIC_PCAP FILE.pcap... [--min-frames N] [--min-cm N]
 Runs under Debian's /usr/bin/python3, where python3-scapy lives.
 """
 import argparse
@@ -31,6 +34,33 @@ FIELDS = {
     "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
     "infiniband.atomicacketh.origremdt", "infiniband.immdt", "infiniband.ieth",
     "infiniband.invariant.crc", "_ws.malformed", "_ws.expert.message", "_ws.expert.severity",
+    "infiniband.mad.baseversion", "infiniband.mad.mgmtclass", "infiniband.mad.classversion",
+    "infiniband.mad.method", "infiniband.mad.status", "infiniband.mad.transactionid",
+    "infiniband.mad.attributeid", "infiniband.mad.attributemodifier",
+    "infiniband.cm.req", "infiniband.cm.req.serviceid", "infiniband.cm.req.localqpn",
+    "infiniband.cm.req.startpsn", "infiniband.cm.req.ip_cm.ipv", "infiniband.cm.req.ip_cm.sport",
+    "infiniband.cm.req.ip_cm.sip4", "infiniband.cm.req.ip_cm.dip4",
+    "infiniband.cm.req.ip_cm.sip6", "infiniband.cm.req.ip_cm.dip6",
+    "infiniband.cm.rep", "infiniband.cm.rep.remotecommid", "infiniband.cm.rep.localqpn",
+    "infiniband.cm.rep.startpsn",
+    "infiniband.cm.rtu.localcommid", "infiniband.cm.rtu.remotecommid",
+    "infiniband.cm.rej.localcommid", "infiniband.cm.rej.remotecommid", "infiniband.cm.rej.reason",
+    "infiniband.cm.dreq.localcommid", "infiniband.cm.dreq.remotecommid", "infiniband.cm.req.remoteqpneecn",
+    "infiniband.cm.drsp.localcommid", "infiniband.cm.drsp.remotecommid",
+}
+
+# tshark field -> key of rnic-pcap's "cm" object, per CM attribute ID.
+CM_FIELDS = {
+    0x10: {"infiniband.cm.req": "local_comm_id", "infiniband.cm.req.serviceid": "service_id",
+           "infiniband.cm.req.localqpn": "local_qpn", "infiniband.cm.req.startpsn": "starting_psn"},
+    0x12: {"infiniband.cm.rej.localcommid": "local_comm_id", "infiniband.cm.rej.remotecommid": "remote_comm_id",
+           "infiniband.cm.rej.reason": "reason"},
+    0x13: {"infiniband.cm.rep": "local_comm_id", "infiniband.cm.rep.remotecommid": "remote_comm_id",
+           "infiniband.cm.rep.localqpn": "local_qpn", "infiniband.cm.rep.startpsn": "starting_psn"},
+    0x14: {"infiniband.cm.rtu.localcommid": "local_comm_id", "infiniband.cm.rtu.remotecommid": "remote_comm_id"},
+    0x15: {"infiniband.cm.dreq.localcommid": "local_comm_id", "infiniband.cm.dreq.remotecommid": "remote_comm_id",
+           "infiniband.cm.req.remoteqpneecn": "remote_qpn"},
+    0x16: {"infiniband.cm.drsp.localcommid": "local_comm_id", "infiniband.cm.drsp.remotecommid": "remote_comm_id"},
 }
 
 
@@ -121,6 +151,39 @@ def compare(errors, ts, ours):
         expect(errors, n, "immdt", raw("infiniband.immdt"), ours["immdt"])
     if "ieth" in ours:
         expect(errors, n, "ieth", raw("infiniband.ieth"), ours["ieth"]["rkey"])
+    if ours["dest_qp"] == 1:
+        compare_mad(errors, n, ts, ours, field)
+
+
+def compare_mad(errors, n, ts, ours, field):
+    """A frame to QP 1: rnic-pcap must have decoded a MAD, and agree with tshark on it."""
+    mad = ours.get("mad")
+    if mad is None:
+        errors.append(f"frame {n}: rnic-pcap decoded no MAD in a frame to QP 1")
+        return
+    for tsf, key in (("baseversion", "base_version"), ("mgmtclass", "mgmt_class"),
+                     ("classversion", "class_version"), ("method", "method"), ("status", "status"),
+                     ("transactionid", "transaction_id"), ("attributeid", "attribute_id"),
+                     ("attributemodifier", "attribute_modifier")):
+        expect(errors, n, f"mad.{key}", field(f"infiniband.mad.{tsf}"), mad[key])
+    if mad["mgmt_class"] != 7:
+        return
+    if not 0x10 <= mad["attribute_id"] <= 0x18:
+        return
+    cm = mad.get("cm")
+    if cm is None:
+        errors.append(f"frame {n}: rnic-pcap did not decode CM {mad.get('attribute')}")
+        return
+    for tsf, key in CM_FIELDS.get(mad["attribute_id"], {}).items():
+        expect(errors, n, f"cm.{key}", field(tsf), cm[key])
+    if mad["attribute_id"] == 0x10 and "rdma_cm" in cm:
+        ip = cm["rdma_cm"]
+        v = ip["ip_version"]
+        expect(errors, n, "rdma_cm.ip_version", field("infiniband.cm.req.ip_cm.ipv"), v)
+        expect(errors, n, "rdma_cm.src_port", field("infiniband.cm.req.ip_cm.sport"), ip["src_port"])
+        for key, tsf in (("src", "sip"), ("dst", "dip")):
+            got = ts.get(f"infiniband.cm.req.ip_cm.{tsf}{v}")
+            expect(errors, n, f"rdma_cm.{key}", got[0] if got else None, ip[key])
 
 
 def scapy_icrc(path, ours_by_frame, errors):
@@ -145,14 +208,18 @@ def scapy_icrc(path, ours_by_frame, errors):
     return checked
 
 
+def count_cm(ours):
+    return sum(1 for p in ours.values() if "cm" in p.get("mad", {}))
+
+
 def check_file(rnic_pcap, path, min_frames):
     run = subprocess.run([rnic_pcap, "--json", path], capture_output=True, text=True)
     if run.returncode != 0:
-        return [f"{path}: rnic-pcap failed ({run.returncode}): {run.stderr.strip()}"]
+        return [f"{path}: rnic-pcap failed ({run.returncode}): {run.stderr.strip()}"], 0
     doc = json.loads(run.stdout)["files"][0]
     ours = {p["frame"]: p for p in doc["packets"]}
     if len(ours) < min_frames:
-        return [f"{path}: only {len(ours)} frames, expected at least {min_frames}"]
+        return [f"{path}: only {len(ours)} frames, expected at least {min_frames}"], 0
     ts = tshark_frames(path)
     errors = []
     for n, p in sorted(ours.items()):
@@ -161,9 +228,9 @@ def check_file(rnic_pcap, path, min_frames):
             continue
         compare(errors, ts[n], p)
     scapy_checked = scapy_icrc(path, ours, errors)
-    print(f"{path}: {len(ours)} frames compared with tshark, {scapy_checked} ICRCs recomputed by scapy, "
-          f"{len(errors)} disagreements")
-    return [f"{path}: {e}" for e in errors]
+    print(f"{path}: {len(ours)} frames compared with tshark ({count_cm(ours)} CM MADs), "
+          f"{scapy_checked} ICRCs recomputed by scapy, {len(errors)} disagreements")
+    return [f"{path}: {e}" for e in errors], count_cm(ours)
 
 
 def main():
@@ -171,13 +238,19 @@ def main():
     ap.add_argument("rnic_pcap")
     ap.add_argument("pcaps", nargs="+")
     ap.add_argument("--min-frames", type=int, default=1)
+    ap.add_argument("--min-cm", type=int, default=0, help="CM MADs the files must hold in all")
     args = ap.parse_args()
     errors = []
+    cm_total = 0
     for path in args.pcaps:
-        errors += check_file(args.rnic_pcap, path, args.min_frames)
+        file_errors, cm = check_file(args.rnic_pcap, path, args.min_frames)
+        errors += file_errors
+        cm_total += cm
+    if cm_total < args.min_cm:
+        errors.append(f"only {cm_total} CM MADs decoded, expected at least {args.min_cm}")
     for e in errors[:50]:
         print(e)
-    print(f"{len(args.pcaps)} file(s), {len(errors)} disagreements")
+    print(f"{len(args.pcaps)} file(s), {cm_total} CM MADs, {len(errors)} disagreements")
     sys.exit(1 if errors else 0)
 
 

@@ -1,15 +1,18 @@
 // rnic-pcap: parse every RoCEv2 frame of pcap/pcapng files, verify its ICRC (which Wireshark
-// shows but never checks), print one line per packet and an opcode histogram.
+// shows but never checks), check that frames to QP 1 carry a valid MAD and decode the CM messages
+// among them, print one line per packet and opcode and MAD histograms.
 // Exit 0 when every RoCEv2 frame is sound, 1 when any fails, 2 on usage or file errors.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "frame_report.hpp"
+#include "mad_report.hpp"
 #include "pcap_file.hpp"
 #include "rnic/wire/parser.hpp"
 
@@ -39,13 +42,15 @@ struct FileResult {
     uint64_t icrc_ok = 0;
     std::vector<Failure> failures;
     std::map<std::string, uint64_t> histogram;
+    std::map<std::string, uint64_t> mads;  // "CM REQ", ... for frames to QP 1
 };
 
 void usage(std::FILE* out) {
     std::fprintf(out,
                  "usage: rnic-pcap [--json] [--quiet] FILE...\n"
-                 "  Parses every RoCEv2 frame (UDP 4791) of each pcap/pcapng FILE, verifies its ICRC,\n"
-                 "  prints one line per packet and an opcode histogram.\n"
+                 "  Parses every RoCEv2 frame (UDP 4791) of each pcap/pcapng FILE, verifies its ICRC and\n"
+                 "  that frames to QP 1 carry a valid MAD (decoding InfiniBand CM messages), prints one\n"
+                 "  line per packet, an opcode histogram and a MAD histogram.\n"
                  "  --json   one JSON document on stdout instead of text\n"
                  "  --quiet  text mode: only the per-file summary and failures\n"
                  "exit status: 0 all RoCEv2 frames sound, 1 some failed (named on stderr), 2 usage/file error\n");
@@ -88,15 +93,41 @@ FileResult check_file(const std::string& path, const Options& opt, nlohmann::jso
         }
         ++res.icrc_ok;
         ++res.histogram[std::string(parsed->info->name)];
+        // QP 1 is the GSI: only MADs go there, in UD SEND ONLY frames.
+        std::optional<rnic::tools::GsiReport> gsi;
+        std::optional<wire::ParseError> mad_error;
+        if (parsed->bth.dest_qp == wire::kGsiQpn) {
+            auto checked = rnic::tools::check_gsi(*parsed);
+            if (checked) {
+                gsi = std::move(*checked);
+                ++res.mads[rnic::tools::gsi_histogram_key(*gsi)];
+            } else {
+                mad_error = checked.error();
+                res.failures.push_back({cf.index, *mad_error});
+                ++res.mads["(bad MAD)"];
+            }
+        }
         if (json_packets) {
             auto j = rnic::tools::frame_to_json(*parsed);
             j["frame"] = cf.index;
             j["time_ns"] = cf.timestamp_ns;
             j["icrc_ok"] = true;
+            if (gsi) j["mad"] = rnic::tools::gsi_to_json(*gsi);
+            if (mad_error) {
+                j["error"] = wire::parse_errc_name(mad_error->code);
+                j["error_text"] = wire::parse_errc_text(mad_error->code);
+                j["offset"] = mad_error->offset;
+            }
             json_packets->push_back(std::move(j));
         } else if (!opt.quiet) {
-            std::printf("%6llu %s %s icrc=ok\n", static_cast<unsigned long long>(cf.index),
-                        rnic::tools::format_seconds(rel_ns).c_str(), rnic::tools::describe_frame(*parsed).c_str());
+            std::string line = rnic::tools::describe_frame(*parsed) + " icrc=ok";
+            if (gsi) line += " " + rnic::tools::describe_gsi(*gsi);
+            if (mad_error)
+                line += " ERROR " + std::string(wire::parse_errc_name(mad_error->code)) + ": " +
+                        std::string(wire::parse_errc_text(mad_error->code)) + " (offset " +
+                        std::to_string(mad_error->offset) + ")";
+            std::printf("%6llu %s %s\n", static_cast<unsigned long long>(cf.index),
+                        rnic::tools::format_seconds(rel_ns).c_str(), line.c_str());
         }
     }
     return res;
@@ -109,6 +140,8 @@ void print_summary(const std::string& path, const FileResult& r) {
                 static_cast<unsigned long long>(r.rocev2), r.failures.size());
     for (const auto& [name, count] : r.histogram)
         std::printf("  %-40s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
+    for (const auto& [name, count] : r.mads)
+        std::printf("  MAD %-36s %llu\n", name.c_str(), static_cast<unsigned long long>(count));
 }
 
 void report_failures(const std::string& path, const FileResult& r) {
@@ -163,6 +196,7 @@ int main(int argc, char** argv) {
                                     {"icrc_ok", r.icrc_ok},
                                     {"failed", failed},
                                     {"histogram", r.histogram},
+                                    {"mads", r.mads},
                                     {"packets", packets}});
         } else {
             print_summary(path, r);
