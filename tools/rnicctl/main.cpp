@@ -249,7 +249,7 @@ int run(const Options& o) {
         for (const auto& u : users) {
             std::cout << "dev " << field(dev, "name") << " uid " << field(u, "uid");
             const json held = u.value("held", json::object()), max = u.value("max", json::object());
-            for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs"})
+            for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs", "cm_ids"})
                 std::cout << ' ' << k << ' ' << field(held, k) << '/' << field(max, k);
             std::cout << '\n';
         }

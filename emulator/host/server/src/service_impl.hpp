@@ -23,11 +23,14 @@
 
 #include "host_queues.hpp"
 #include "ring_memory.hpp"
+#include "rnic/cm/cm_service.hpp"
 #include "rnic/common/ring_buffer.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "session.hpp"
 
 namespace rnic::host::server {
+
+struct CmGlue;  // cm_glue.cpp
 
 struct ServiceCounters {
     uint64_t sessions_opened = 0;
@@ -181,6 +184,26 @@ struct HostService::Impl {
     void arm_nap(bool wake_on_rx);
     void arm_nap_timer(uint64_t max_ns);
     NapEnd end_nap();
+
+    // ---- cm_glue.cpp: the device's connection manager ----
+    // Its configuration from the engine's GID table and the port's prefixes; the CM itself.
+    cm::CmConfig cm_config() const;
+    void start_cm();
+    // The session's ids and channels destroyed (DREQ, REJ as on a process's death).
+    void close_cm(Session& s);
+    std::unique_ptr<CmGlue> cm_glue;
+    std::unique_ptr<cm::CmService> cm;
+    std::unordered_map<uint32_t, int> cm_channel_fds;  // CM channel -> the daemon's end of its socket
+};
+
+// What the CM asks of the host service (cm_glue.cpp).
+struct CmGlue final : cm::CmHooks {
+    explicit CmGlue(HostService::Impl& i) : impl(i) {}
+    void event_queued(uint32_t channel) override;
+    int admit_id(uint32_t owner) override;
+    void id_released(uint32_t owner) override;
+    bool privileged(uint32_t owner) override;
+    HostService::Impl& impl;
 };
 
 }  // namespace rnic::host::server
