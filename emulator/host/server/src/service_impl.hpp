@@ -1,6 +1,8 @@
 // HostService's state, shared by the files that implement it by concern: control_server.cpp
-// (socket, messages, ops), session.cpp (events to a session, reclaiming one), host_queues.cpp
-// (the data path each turn), stats_json.cpp (the Stats op), host_service.cpp (loop glue, sleep).
+// (socket, reading and answering messages), op_table.cpp (every op's row and the checked
+// dispatch), handlers_*.cpp (the ops), session.cpp (events to a session, reclaiming one),
+// host_queues.cpp (the data path each turn), stats_json.cpp (the Stats op), host_service.cpp
+// (loop glue, sleep).
 #pragma once
 
 // Boost 1.74 Asio does not compile as C++20 with g++ 12 unless <utility> comes first.
@@ -30,7 +32,8 @@
 
 namespace rnic::host::server {
 
-struct CmGlue;  // cm_glue.cpp
+struct CmGlue;   // below
+struct Request;  // control_request.hpp
 
 struct ServiceCounters {
     uint64_t sessions_opened = 0;
@@ -121,12 +124,52 @@ struct HostService::Impl {
     void accept_next();
     void read_next(const std::shared_ptr<Session>& s);
     void on_readable(const std::shared_ptr<Session>& s);
-    void dispatch(Session& s, const abi::MessageHeader& h, std::span<const uint8_t> body, std::vector<int>& fds);
     bool reply(Session& s, const abi::MessageHeader& request, int result, std::span<const uint8_t> body = {},
                std::span<const int> fds = {});
     void reject(Session& s, const abi::MessageHeader& request, int result, const char* why);
+
+    // ---- op_table.cpp ----
+    // A message whose header checked out: refused unless its op has a row and the message
+    // meets it, else handed to the row's handler. `fds` may still hold descriptors afterwards.
+    void dispatch(Session& s, const abi::MessageHeader& h, std::span<const uint8_t> body, std::vector<int>& fds);
+    // The reply waits for ARP or ND to resolve `dgid` (Pending; the session reads nothing more
+    // meanwhile), or goes now (Resolved, Unreachable): the row's `resolved` handler makes it.
+    void defer(Request& rq, const wire::Gid& dgid, Resolution r, const wire::MacAddr& mac);
     void finish_deferred(Session& s, Resolution r, const wire::MacAddr& mac);
+
+    // ---- the ops: each the handler of its row in op_table.cpp ----
+    // handlers_device.cpp
+    void on_hello(Request& rq, const abi::HelloRequest& req);
+    void on_query_port(Request& rq);
+    void on_stats(Request& rq, const abi::StatsRequest& req);
+    void on_set_log_level(Request& rq, const abi::SetLogLevelRequest& req);
+    // handlers_memory.cpp
+    void on_alloc_pd(Request& rq);
+    void on_dealloc_pd(Request& rq, const abi::HandleRequest& req);
+    void on_share_segment(Request& rq, const abi::ShareSegmentRequest& req);
+    void on_release_segment(Request& rq, const abi::HandleRequest& req);
+    void on_reg_mr(Request& rq, const abi::RegMrRequest& req);
+    void on_dereg_mr(Request& rq, const abi::HandleRequest& req);
+    // handlers_queues.cpp
+    void on_create_comp_channel(Request& rq);
+    void on_destroy_comp_channel(Request& rq, const abi::HandleRequest& req);
+    void on_create_cq(Request& rq, const abi::CreateCqRequest& req);
+    void on_destroy_cq(Request& rq, const abi::HandleRequest& req);
+    void on_create_srq(Request& rq, const abi::CreateSrqRequest& req);
+    void on_modify_srq(Request& rq, const abi::ModifySrqRequest& req);
+    void on_query_srq(Request& rq, const abi::HandleRequest& req);
+    void on_destroy_srq(Request& rq, const abi::HandleRequest& req);
     int charge_queue_memory(Session& s, size_t bytes, uint64_t& pages);
+    // handlers_qp.cpp
+    void on_create_qp(Request& rq, const abi::CreateQpRequest& req);
+    void on_modify_qp(Request& rq, const abi::ModifyQpRequest& req);
+    void on_modify_qp_resolved(Request& rq, const abi::ModifyQpRequest& req, const wire::MacAddr& mac);
+    void on_query_qp(Request& rq, const abi::QueryQpRequest& req);
+    void on_destroy_qp(Request& rq, const abi::HandleRequest& req);
+    // handlers_ah.cpp
+    void on_create_ah(Request& rq, const abi::CreateAhRequest& req);
+    void on_create_ah_resolved(Request& rq, const abi::CreateAhRequest& req, const wire::MacAddr& mac);
+    void on_destroy_ah(Request& rq, const abi::HandleRequest& req);
 
     // ---- session.cpp ----
     void close_session(Session& s, const char* why);

@@ -19,32 +19,33 @@
 
 namespace rnic::host::abi {
 
-// Op values of the CM messages (they continue control.hpp's Op numbering).
+// Op values of the CM messages: they continue control.hpp's Op numbering without a gap (the
+// daemon's op table has one row per op number).
 enum class CmOp : uint16_t {
-    CreateChannel = 32,  // no body; reply HandleReply, fds [channel socket, the daemon's end]
-    DestroyChannel = 33,  // HandleRequest; EBUSY while ids still report to it
-    CreateId = 34,        // CmCreateIdRequest -> HandleReply
-    DestroyId = 35,       // HandleRequest -> CmDestroyIdReply
-    MigrateId = 36,       // CmMigrateIdRequest -> CmDestroyIdReply (events reported on the old channel)
-    BindAddr = 37,        // CmAddrRequest -> CmQueryReply
-    ResolveAddr = 38,     // CmResolveAddrRequest; later ADDR_RESOLVED or ADDR_ERROR
-    ResolveRoute = 39,    // CmTimeoutRequest; later ROUTE_RESOLVED or ROUTE_ERROR
-    Query = 40,           // HandleRequest -> CmQueryReply
-    Listen = 41,          // CmListenRequest
-    Connect = 42,         // CmConnectRequest: REQ (RC/UC) or SIDR_REQ (UD)
-    Accept = 43,          // CmConnectRequest: REP (passive side), RTU (active side after CONNECT_RESPONSE), SIDR_REP
-    Reject = 44,          // CmRejectRequest: REJ or SIDR_REP with a status
-    Disconnect = 45,      // HandleRequest: DREQ, or DREP when the peer's DREQ came first
-    InitQpAttr = 46,      // CmInitQpAttrRequest -> CmInitQpAttrReply
-    Notify = 47,          // CmNotifyRequest: rdma_notify (a QP event that makes the connection established)
-    SetOption = 48,       // CmSetOptionRequest
-    GetEvent = 49,        // HandleRequest (channel) -> CmEvent; EAGAIN when none is queued
-    JoinMulticast = 50,   // CmJoinRequest -> HandleReply (ENOSYS until multicast is built)
-    LeaveMulticast = 51,  // CmLeaveRequest
-    Establish = 52,       // HandleRequest: rdma_establish (the active side's RTU without CONNECT_RESPONSE)
+    CreateChannel = 25,  // no body; reply HandleReply, fds [channel socket, the daemon's end]
+    DestroyChannel = 26,  // HandleRequest; EBUSY while ids still report to it
+    CreateId = 27,        // CmCreateIdRequest -> HandleReply
+    DestroyId = 28,       // HandleRequest -> CmDestroyIdReply
+    MigrateId = 29,       // CmMigrateIdRequest -> CmDestroyIdReply (events reported on the old channel)
+    BindAddr = 30,        // CmAddrRequest -> CmQueryReply
+    ResolveAddr = 31,     // CmResolveAddrRequest; later ADDR_RESOLVED or ADDR_ERROR
+    ResolveRoute = 32,    // CmTimeoutRequest; later ROUTE_RESOLVED or ROUTE_ERROR
+    Query = 33,           // HandleRequest -> CmQueryReply
+    Listen = 34,          // CmListenRequest
+    Connect = 35,         // CmConnectRequest: REQ (RC/UC) or SIDR_REQ (UD)
+    Accept = 36,          // CmConnectRequest: REP (passive side), RTU (active side after CONNECT_RESPONSE), SIDR_REP
+    Reject = 37,          // CmRejectRequest: REJ or SIDR_REP with a status
+    Disconnect = 38,      // HandleRequest: DREQ, or DREP when the peer's DREQ came first
+    InitQpAttr = 39,      // CmInitQpAttrRequest -> CmInitQpAttrReply
+    Notify = 40,          // CmNotifyRequest: rdma_notify (a QP event that makes the connection established)
+    SetOption = 41,       // CmSetOptionRequest
+    GetEvent = 42,        // HandleRequest (channel) -> CmEvent; EAGAIN when none is queued
+    JoinMulticast = 43,   // CmJoinRequest -> HandleReply (ENOSYS until multicast is built)
+    LeaveMulticast = 44,  // CmLeaveRequest
+    Establish = 45,       // HandleRequest: rdma_establish (the active side's RTU without CONNECT_RESPONSE)
 };
-inline constexpr uint16_t kCmOpFirst = 32;
-inline constexpr uint16_t kCmOpLast = 52;
+inline constexpr uint16_t kCmOpFirst = 25;
+inline constexpr uint16_t kCmOpLast = 45;
 
 inline constexpr uint32_t kCmPrivateDataMax = 256;  // the largest a CM MAD carries (MRA's 222 rounded up)
 inline constexpr uint32_t kCmBacklogMax = 1024;     // CONNECT_REQUESTs queued per listener, at most
