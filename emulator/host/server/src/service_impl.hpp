@@ -170,6 +170,28 @@ struct HostService::Impl {
     void on_create_ah(Request& rq, const abi::CreateAhRequest& req);
     void on_create_ah_resolved(Request& rq, const abi::CreateAhRequest& req, const wire::MacAddr& mac);
     void on_destroy_ah(Request& rq, const abi::HandleRequest& req);
+    // handlers_cm.cpp
+    void on_cm_create_channel(Request& rq);
+    void on_cm_destroy_channel(Request& rq, const abi::HandleRequest& req);
+    void on_cm_create_id(Request& rq, const abi::CmCreateIdRequest& req);
+    void on_cm_destroy_id(Request& rq, const abi::HandleRequest& req);
+    void on_cm_migrate_id(Request& rq, const abi::CmMigrateIdRequest& req);
+    void on_cm_bind_addr(Request& rq, const abi::CmAddrRequest& req);
+    void on_cm_resolve_addr(Request& rq, const abi::CmResolveAddrRequest& req);
+    void on_cm_resolve_route(Request& rq, const abi::CmTimeoutRequest& req);
+    void on_cm_query(Request& rq, const abi::HandleRequest& req);
+    void on_cm_listen(Request& rq, const abi::CmListenRequest& req);
+    void on_cm_connect(Request& rq, const abi::CmConnectRequest& req);
+    void on_cm_accept(Request& rq, const abi::CmConnectRequest& req);
+    void on_cm_reject(Request& rq, const abi::CmRejectRequest& req);
+    void on_cm_disconnect(Request& rq, const abi::HandleRequest& req);
+    void on_cm_init_qp_attr(Request& rq, const abi::CmInitQpAttrRequest& req);
+    void on_cm_notify(Request& rq, const abi::CmNotifyRequest& req);
+    void on_cm_set_option(Request& rq, const abi::CmSetOptionRequest& req);
+    void on_cm_get_event(Request& rq, const abi::HandleRequest& req);
+    void on_cm_join_multicast(Request& rq, const abi::CmJoinRequest& req);
+    void on_cm_leave_multicast(Request& rq, const abi::CmLeaveRequest& req);
+    void on_cm_establish(Request& rq, const abi::HandleRequest& req);
 
     // ---- session.cpp ----
     void close_session(Session& s, const char* why);
@@ -215,6 +237,7 @@ struct HostService::Impl {
     std::string stats_json(std::optional<uint32_t> viewer, uint32_t what, uint32_t first_qpn) const;
     void device_part(nlohmann::json& doc, std::optional<uint32_t> viewer) const;
     void qp_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_qpn) const;
+    void cm_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_id) const;
     bool sees(std::optional<uint32_t> viewer, uint32_t uid) const;
 
     // ---- host_service.cpp ----
