@@ -5,7 +5,7 @@
 
 using namespace cmtest;
 
-TEST_CASE("cm: bind takes ports in the port space, errnos as rdma_cm's", "[cm]") {
+TEST_CASE("bind takes ports in the port space, errnos as rdma_cm's", "[cm]") {
     Link link;
     App app(link.a, 1), root(link.a, 0);
     const uint32_t a = app.create(), b = app.create(), c = app.create(kUdp), d = app.create();
@@ -45,7 +45,7 @@ TEST_CASE("cm: bind takes ports in the port space, errnos as rdma_cm's", "[cm]")
     CHECK(app.svc().bind_addr(app.owner + 5, f, addr("10.0.0.1", 9000)) == ENOENT);
 }
 
-TEST_CASE("cm: REUSEADDR shares a port between ids that do not listen", "[cm]") {
+TEST_CASE("REUSEADDR shares a port between ids that do not listen", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t a = app.create(), b = app.create(), c = app.create();
@@ -67,7 +67,7 @@ TEST_CASE("cm: REUSEADDR shares a port between ids that do not listen", "[cm]") 
     CHECK(app.svc().set_option(app.owner, off) == EINVAL);
 }
 
-TEST_CASE("cm: AFONLY lets an IPv4 and an IPv6 wildcard share a port", "[cm]") {
+TEST_CASE("AFONLY lets an IPv4 and an IPv6 wildcard share a port", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t v4 = app.create(), v6 = app.create(), v6b = app.create();
@@ -81,7 +81,7 @@ TEST_CASE("cm: AFONLY lets an IPv4 and an IPv6 wildcard share a port", "[cm]") {
     CHECK(app.svc().set_option(app.owner, opt) == EINVAL);  // not once listening
 }
 
-TEST_CASE("cm: listen binds an idle id to the IPv4 wildcard, and refuses other states", "[cm]") {
+TEST_CASE("listen binds an idle id to the IPv4 wildcard, and refuses other states", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t l = app.create();
@@ -103,7 +103,7 @@ TEST_CASE("cm: listen binds an idle id to the IPv4 wildcard, and refuses other s
     CHECK(app.svc().notify(app.owner, idle, rnic::cm::verbs::kEventCommEst, link.now) == EINVAL);
 }
 
-TEST_CASE("cm: create_id checks the port space and QP type", "[cm]") {
+TEST_CASE("create_id checks the port space and QP type", "[cm]") {
     Link link;
     App app(link.a, 1);
     uint32_t id = 0;
@@ -122,7 +122,7 @@ TEST_CASE("cm: create_id checks the port space and QP type", "[cm]") {
     CHECK(app.svc().create_id(app.owner, r, id) == EMFILE);
 }
 
-TEST_CASE("cm: address resolution waits for the neighbour, times out, or fails at once", "[cm]") {
+TEST_CASE("address resolution waits for the neighbour, times out, or fails at once", "[cm]") {
     Link link;
     App app(link.a, 1);
     // Pending, then answered: ADDR_RESOLVED on the next advance, with the source chosen.
@@ -184,7 +184,7 @@ TEST_CASE("cm: address resolution waits for the neighbour, times out, or fails a
     CHECK(app.svc().resolve_route(app.owner, app.create(), 1, link.now) == EINVAL);
 }
 
-TEST_CASE("cm: a full channel refuses what would queue an event (ENOBUFS)", "[cm]") {
+TEST_CASE("a full channel refuses what would queue an event (ENOBUFS)", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t keep = app.create();

@@ -17,7 +17,7 @@ T as(const Sent& s) {
 
 }  // namespace
 
-TEST_CASE("cm: RC connection, events and MADs as Linux makes them", "[cm]") {
+TEST_CASE("RC connection, events and MADs as Linux makes them", "[cm]") {
     Link link;
     App client(link.a, 100), server(link.b, 200);
     const uint32_t listener = listen_on(server, addr("10.0.0.2", 7174));
@@ -192,7 +192,7 @@ TEST_CASE("cm: RC connection, events and MADs as Linux makes them", "[cm]") {
     CHECK(link.b.hooks.ids[200] == 0);
 }
 
-TEST_CASE("cm: a wake-up per queued event, and EAGAIN when none waits", "[cm]") {
+TEST_CASE("a wake-up per queued event, and EAGAIN when none waits", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);
@@ -204,7 +204,7 @@ TEST_CASE("cm: a wake-up per queued event, and EAGAIN when none waits", "[cm]") 
     (void)c;
 }
 
-TEST_CASE("cm: IPv6 connection, link-local and global", "[cm]") {
+TEST_CASE("IPv6 connection, link-local and global", "[cm]") {
     for (const char* ip : {"fd00::2", "fe80::2"}) {
         Link link;
         App client(link.a, 1), server(link.b, 2);
@@ -235,7 +235,7 @@ TEST_CASE("cm: IPv6 connection, link-local and global", "[cm]") {
     }
 }
 
-TEST_CASE("cm: an IPv4 request reaches an IPv6 wildcard listener unless it is AFONLY", "[cm]") {
+TEST_CASE("an IPv4 request reaches an IPv6 wildcard listener unless it is AFONLY", "[cm]") {
     for (const bool afonly : {false, true}) {
         Link link;
         App client(link.a, 1), server(link.b, 2);
@@ -255,7 +255,7 @@ TEST_CASE("cm: an IPv4 request reaches an IPv6 wildcard listener unless it is AF
     }
 }
 
-TEST_CASE("cm: TOS and ACK timeout options shape the route, the REQ and the QP", "[cm]") {
+TEST_CASE("TOS and ACK timeout options shape the route, the REQ and the QP", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 6000));
@@ -294,7 +294,7 @@ TEST_CASE("cm: TOS and ACK timeout options shape the route, the REQ and the QP",
     CHECK(client.svc().set_option(client.owner, ack) == EINVAL);
 }
 
-TEST_CASE("cm: QP attributes before a connection, and for UD", "[cm]") {
+TEST_CASE("QP attributes before a connection, and for UD", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t rc = app.create();
@@ -315,7 +315,7 @@ TEST_CASE("cm: QP attributes before a connection, and for UD", "[cm]") {
     CHECK(app.svc().init_qp_attr(app.owner, rc + 1000, 1, out) == ENOENT);
 }
 
-TEST_CASE("cm: COMM_EST on the passive side establishes without the RTU", "[cm]") {
+TEST_CASE("COMM_EST on the passive side establishes without the RTU", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7000));
@@ -336,7 +336,7 @@ TEST_CASE("cm: COMM_EST on the passive side establishes without the RTU", "[cm]"
     (void)cid;
 }
 
-TEST_CASE("cm: rdma_establish sends the RTU like the active side's accept", "[cm]") {
+TEST_CASE("rdma_establish sends the RTU like the active side's accept", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7001));
@@ -352,7 +352,7 @@ TEST_CASE("cm: rdma_establish sends the RTU like the active side's accept", "[cm
     CHECK(client.svc().establish(client.owner, cid, link.now) == EINVAL);
 }
 
-TEST_CASE("cm: migrating an id moves its queued events to the new channel", "[cm]") {
+TEST_CASE("migrating an id moves its queued events to the new channel", "[cm]") {
     Link link;
     App app(link.a, 1);
     const uint32_t id = app.create();

@@ -18,7 +18,7 @@ rnic::wire::CmRej last_rej(const Link& link, char from) {
 
 }  // namespace
 
-TEST_CASE("cm: a REQ nobody listens for is rejected with reason 8 (invalid service ID)", "[cm]") {
+TEST_CASE("a REQ nobody listens for is rejected with reason 8 (invalid service ID)", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const uint32_t bound = server.create();  // bound, not listening: still no listener
@@ -38,7 +38,7 @@ TEST_CASE("cm: a REQ nobody listens for is rejected with reason 8 (invalid servi
     CHECK(link.count('A', CmAttr::Rej) == 0);
 }
 
-TEST_CASE("cm: a listener on another address, or of another QP type, rejects as the consumer", "[cm]") {
+TEST_CASE("a listener on another address, or of another QP type, rejects as the consumer", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -60,7 +60,7 @@ TEST_CASE("cm: a listener on another address, or of another QP type, rejects as 
     server.expect_none();
 }
 
-TEST_CASE("cm: the consumer's reject carries its private data to the requester", "[cm]") {
+TEST_CASE("the consumer's reject carries its private data to the requester", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -87,7 +87,7 @@ TEST_CASE("cm: the consumer's reject carries its private data to the requester",
     client.expect_none();
 }
 
-TEST_CASE("cm: destroying the active side in each state sends what Linux sends", "[cm]") {
+TEST_CASE("destroying the active side in each state sends what Linux sends", "[cm]") {
     SECTION("REQ sent: REJ timeout with our CA GUID, the passive id learns REJECTED 4") {
         Link link;
         App client(link.a, 1), server(link.b, 2);
@@ -164,7 +164,7 @@ TEST_CASE("cm: destroying the active side in each state sends what Linux sends",
     }
 }
 
-TEST_CASE("cm: destroying the passive side in each state sends what Linux sends", "[cm]") {
+TEST_CASE("destroying the passive side in each state sends what Linux sends", "[cm]") {
     SECTION("a request taken but not answered: REJ consumer defined") {
         Link link;
         App client(link.a, 1), server(link.b, 2);
@@ -209,7 +209,7 @@ TEST_CASE("cm: destroying the passive side in each state sends what Linux sends"
     }
 }
 
-TEST_CASE("cm: a session's end destroys its ids as a process's death does", "[cm]") {
+TEST_CASE("a session's end destroys its ids as a process's death does", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);

@@ -19,7 +19,7 @@ rnic::cm::MadRoute from_a() {
 
 }  // namespace
 
-TEST_CASE("cm: malformed MADs are counted and dropped", "[cm]") {
+TEST_CASE("malformed MADs are counted and dropped", "[cm]") {
     Link link;
     auto& svc = *link.b.svc;
     const auto route = from_a();
@@ -50,7 +50,7 @@ TEST_CASE("cm: malformed MADs are counted and dropped", "[cm]") {
     CHECK(link.log.empty());
 }
 
-TEST_CASE("cm: ClassPortInfo is answered, other Gets and Sets get 'unsupported'", "[cm]") {
+TEST_CASE("ClassPortInfo is answered, other Gets and Sets get 'unsupported'", "[cm]") {
     Link link;
     auto& svc = *link.b.svc;
     rnic::wire::Mad get;
@@ -82,7 +82,7 @@ TEST_CASE("cm: ClassPortInfo is answered, other Gets and Sets get 'unsupported'"
     CHECK(svc.counters().unsupported_answered == 2);
 }
 
-TEST_CASE("cm: every message with unknown or guessed ids, and in states that do not expect it", "[cm]") {
+TEST_CASE("every message with unknown or guessed ids, and in states that do not expect it", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);
@@ -153,7 +153,7 @@ TEST_CASE("cm: every message with unknown or guessed ids, and in states that do 
     server.expect(EventType::Rejected, 28);
 }
 
-TEST_CASE("cm: REQs the CM cannot take: bad rdma_cm header, a GID not ours, a foreign service", "[cm]") {
+TEST_CASE("REQs the CM cannot take: bad rdma_cm header, a GID not ours, a foreign service", "[cm]") {
     Link link;
     App server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -192,7 +192,7 @@ TEST_CASE("cm: REQs the CM cannot take: bad rdma_cm header, a GID not ours, a fo
     CHECK(svc.id_count() == 1);
 }
 
-TEST_CASE("cm: random MADs, and random mutations of real ones, never crash", "[cm]") {
+TEST_CASE("random MADs, and random mutations of real ones, never crash", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);

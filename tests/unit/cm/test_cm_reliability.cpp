@@ -6,7 +6,7 @@
 using namespace cmtest;
 using rnic::wire::CmAttr;
 
-TEST_CASE("cm: a REQ nobody answers is sent 16 times, 6144 ms apart, then UNREACHABLE", "[cm]") {
+TEST_CASE("a REQ nobody answers is sent 16 times, 6144 ms apart, then UNREACHABLE", "[cm]") {
     Link link;
     App client(link.a, 1);
     link.drop_all = true;
@@ -30,7 +30,7 @@ TEST_CASE("cm: a REQ nobody answers is sent 16 times, 6144 ms apart, then UNREAC
     CHECK(link.count('A', CmAttr::Rej) == 0);
 }
 
-TEST_CASE("cm: a REP without its RTU is resent every 4096 ms, then the passive side gives up", "[cm]") {
+TEST_CASE("a REP without its RTU is resent every 4096 ms, then the passive side gives up", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -49,7 +49,7 @@ TEST_CASE("cm: a REP without its RTU is resent every 4096 ms, then the passive s
     (void)cid;
 }
 
-TEST_CASE("cm: an application slow to accept gets an MRA out for the REQ's retry", "[cm]") {
+TEST_CASE("an application slow to accept gets an MRA out for the REQ's retry", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -77,7 +77,7 @@ TEST_CASE("cm: an application slow to accept gets an MRA out for the REQ's retry
     client.expect_none();
 }
 
-TEST_CASE("cm: a lost RTU is made good by the REP's retry (RTU resent for the duplicate)", "[cm]") {
+TEST_CASE("a lost RTU is made good by the REP's retry (RTU resent for the duplicate)", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -98,7 +98,7 @@ TEST_CASE("cm: a lost RTU is made good by the REP's retry (RTU resent for the du
     CHECK(link.a.svc->counters().duplicates == 1);
 }
 
-TEST_CASE("cm: a repeated REP before the RTU gets an MRA; a DREQ unanswered ends in timewait", "[cm]") {
+TEST_CASE("a repeated REP before the RTU gets an MRA, and a DREQ unanswered ends in timewait", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174));
@@ -135,7 +135,7 @@ TEST_CASE("cm: a repeated REP before the RTU gets an MRA; a DREQ unanswered ends
     server.expect(EventType::TimewaitExit);
 }
 
-TEST_CASE("cm: connections over a link that drops every n-th MAD all establish and close", "[cm]") {
+TEST_CASE("connections over a link that drops every n-th MAD all establish and close", "[cm]") {
     for (uint32_t n : {2u, 3u, 4u, 5u, 7u}) {
         Link link;
         link.drop_every = n;
@@ -209,7 +209,7 @@ TEST_CASE("cm: connections over a link that drops every n-th MAD all establish a
     }
 }
 
-TEST_CASE("cm: a REQ from a QP already connected is stale: REJ to it, DREQ to the old", "[cm]") {
+TEST_CASE("a REQ from a QP already connected is stale: REJ to it, DREQ to the old", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);
@@ -227,7 +227,7 @@ TEST_CASE("cm: a REQ from a QP already connected is stale: REJ to it, DREQ to th
     (void)c;
 }
 
-TEST_CASE("cm: a full backlog drops the REQ silently; the retry after a CONNECT_REQUEST is taken gets in", "[cm]") {
+TEST_CASE("a full backlog drops the REQ silently, and the retry after a CONNECT_REQUEST is taken gets in", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     listen_on(server, addr("10.0.0.2", 7174), 1);
@@ -244,7 +244,7 @@ TEST_CASE("cm: a full backlog drops the REQ silently; the retry after a CONNECT_
     (void)second;
 }
 
-TEST_CASE("cm: a DREQ for a connection already gone is answered with a DREP", "[cm]") {
+TEST_CASE("a DREQ for a connection already gone is answered with a DREP", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const auto c = connect_pair(link, client, server);

@@ -5,7 +5,7 @@
 using namespace cmtest;
 using rnic::wire::CmAttr;
 
-TEST_CASE("cm: SIDR gives the UD requester the QPN, the Q_Key and where to send", "[cm]") {
+TEST_CASE("SIDR gives the UD requester the QPN, the Q_Key and where to send", "[cm]") {
     Link link;
     App client(link.a, 1), server(link.b, 2);
     const uint32_t l = listen_on(server, addr("10.0.0.2", 7174), 16, kUdp);
@@ -52,7 +52,7 @@ TEST_CASE("cm: SIDR gives the UD requester the QPN, the Q_Key and where to send"
     CHECK(link.log.size() == 2);
 }
 
-TEST_CASE("cm: SIDR without a listener, rejected, or unanswered", "[cm]") {
+TEST_CASE("SIDR without a listener, rejected, or unanswered", "[cm]") {
     SECTION("nobody listens: SIDR_REP unsupported, UNREACHABLE with status 1") {
         Link link;
         App client(link.a, 1);

@@ -74,7 +74,7 @@ wire::Mad req_to(uint16_t port) {
 
 }  // namespace
 
-TEST_CASE("datapath: QP 1 frames reach the CM; its REJ leaves once ARP answers", "[datapath][cm]") {
+TEST_CASE("datapath: QP 1 frames reach the CM, and its REJ leaves once ARP answers", "[datapath][cm]") {
     port::FakePort io(kSelf.mac);
     transport::Engine engine(engine_config());
     daemon::Datapath dp(io, engine, kSelf, nullptr);
