@@ -3,20 +3,23 @@
 librdmacm.so.1 and libibverbs.so.1 (rnic-run): connections made by rdma_cm, the IB CM on QP 1
 of each daemon, never a TCP side channel.
 
-The bed: tools/testbed.sh with both daemons capturing, each in its own run directory (run-a,
+First bed: tools/testbed.sh with both daemons capturing, each in its own run directory (run-a,
 run-b; both devices are rnic0), so each program sees one device: servers run in namespace A on
-rnic0 (10.x.0.1, fd77::1), clients in namespace B on the other rnicd, and every CM message and
-data packet crosses the veth. Over IPv4 and IPv6: rping -v -V -C 100 (and -S up to 64 KiB, its
+rnic0 (10.x.0.1, fd85::1), clients in namespace B on the other rnicd, and every CM message and
+data packet crosses the veth. Over IPv4 and IPv6: rping -v -V -C 100 (and -S up to 65535, its
 data checked by rping -V), ucmatose (one and ten connections), udaddy, rdma_server/rdma_client;
-over IPv4 only rdma_xserver/rdma_xclient (RC; the server cannot bind IPv6), ib_send_bw -R and
-ib_write_lat -R (perftest asks for AF_INET under -R); an IPv6 wildcard listener taking an IPv4
-client. Then what must fail cleanly: a
-connection to a port nobody listens on is REJECTED; a client whose own rnicd is SIGKILLed under
-rping gets DEVICE_REMOVAL (or a failed completion) and exits, never hangs (its server is told
-only if it had work in flight, as on Linux); a listening rping whose rnicd is SIGKILLed gets
-DEVICE_REMOVAL (on a second bed). Both captures of the first bed pass rnic-pcap (ICRC of every
-frame, every MAD to QP 1 decoded) and hold the CM's MADs (UD SEND ONLY to QP 1) and the RC
-traffic.
+over IPv4 only rping -q (the application moves its own QP: rdma_init_qp_attr, rdma_establish),
+ucmatose -m (rdma_migrate_id), rdma_xserver/rdma_xclient (RC; the server cannot bind IPv6),
+ib_send_bw -R and ib_write_lat -R (perftest asks for AF_INET under -R); an IPv6 wildcard
+listener taking an IPv4 client; a connection to a port nobody listens on is REJECTED. Both
+captures then pass rnic-pcap (ICRC of every frame, every MAD to QP 1 decoded) and hold the RC
+traffic and the CM messages REQ, REP, RTU, DREQ, DREP, REJ, SIDR_REQ, SIDR_REP.
+Second bed: both daemons in one run directory (rnic0, rnic1), as one host with two RNICs: a
+client with -I <rnic1's address> connects from rnic1, one without a source to rnic0's own
+address from rnic0 (looped back), counted by the daemons' cm_req_sent; a connected rping client
+whose rnicd is SIGKILLed gets DEVICE_REMOVAL (or its flushed QP) and exits, never hangs (its
+server is told only if it had work in flight, as on Linux); a listening rping whose rnicd is
+SIGKILLed gets DEVICE_REMOVAL.
 A run passes when both sides exit 0 and print their success line, and neither prints an error.
 Usage: check_rdmacm_utils.py TESTBED RNICD RNIC_RUN RNIC_PCAP [--quick] [--summary-first]"""
 import io
@@ -53,23 +56,42 @@ def bed(*args, timeout=60):
     return r.stdout
 
 
+# The second bed puts both daemons in one run directory (rnic0 in A, rnic1 in B), as one host
+# with two RNICs: every program then sees both, and the library picks the device by address.
+one_run_dir = False
+
+
+def run_dir(side):
+    return f"{state}/run" if one_run_dir else f"{state}/run-{side}"
+
+
 def on(side, args):
-    """`args` in namespace `side` (a: the server's, b: the client's) on that side's rnicd only,
-    its stdout line-buffered so that a run killed for hanging still shows how far it got."""
-    return ["ip", "netns", "exec", f"{name}-{side}", rnic_run, "--run-dir", f"{state}/run-{side}",
-            "stdbuf", "-oL", *args]
+    """`args` in namespace `side` (a: the server's, b: the client's) on that side's rnicd only
+    (on the second bed: in A, seeing both), its stdout line-buffered so that a run killed for
+    hanging still shows how far it got."""
+    ns = "a" if one_run_dir else side
+    return ["ip", "netns", "exec", f"{name}-{ns}", rnic_run, "--run-dir", run_dir(side), "stdbuf", "-oL", *args]
+
+
+def rnicctl(device, *command):
+    tool = os.path.join(os.path.dirname(rnic_pcap), "rnicctl")
+    r = subprocess.run([tool, "--run-dir", run_dir("a"), "-d", device, *command], capture_output=True, text=True,
+                       timeout=10, stdin=subprocess.DEVNULL)
+    return r.stdout
+
+
+def counter(device, counter_name):
+    m = re.search(rf"^\s*{counter_name} (\d+)$", rnicctl(device, "stat"), re.M)
+    return int(m.group(1)) if m else -1
 
 
 def listening(port, timeout=20):
     """Waits until rnicd on A has an rdma_cm id listening on `port` (rnicctl cm); False if none
     does within `timeout` s."""
-    rnicctl = os.path.join(os.path.dirname(rnic_pcap), "rnicctl")
     want = re.compile(rf"state LISTEN .* src \S+:{port} ")
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        r = subprocess.run([rnicctl, "--run-dir", f"{state}/run-a", "-d", "rnic0", "cm"], capture_output=True,
-                           text=True, timeout=10, stdin=subprocess.DEVNULL)
-        if want.search(r.stdout):
+        if want.search(rnicctl("rnic0", "cm")):
             return True
         time.sleep(0.05)
     return False
@@ -189,7 +211,7 @@ def expect_failure(label, args, expect, limit=30):
     print(f"ok   {label}: exit {r.returncode} in {time.monotonic() - started:.1f} s, {m.group(0)!r}", flush=True)
 
 
-def daemon_killed(label, server_ip, limit=30):
+def daemon_killed(label, server_ip, client_source, limit=30):
     """rping with many iterations; after 2 s the client's rnicd (B) is SIGKILLed. The client must
     report the loss and exit non-zero within `limit` s: DEVICE_REMOVAL, or its QP's flushed work
     first (rping then stops in its ERROR state, 11). Its server is told only if it had work in
@@ -202,7 +224,7 @@ def daemon_killed(label, server_ip, limit=30):
     server = Program(["rping", "-s", *args])
     listening(p)
     # Read as it runs: a client stalled on a full pipe would have nothing in flight.
-    client = Program(["rping", "-c", *args], side="b")
+    client = Program(["rping", "-c", *args, "-I", client_source], side="b")
     time.sleep(2)
     with open(f"{state}/rnicd-b.pid") as f:
         os.kill(int(f.read()), 9)
@@ -216,11 +238,11 @@ def daemon_killed(label, server_ip, limit=30):
         return
     client_took = time.monotonic() - killed
     try:
-        server_rc, _ = server.finish(limit)
+        server_rc, _ = server.finish(25)  # its retries end at ~17 s
         server_note = f"server exited {server_rc} {time.monotonic() - killed:.1f} s after the kill"
     except subprocess.TimeoutExpired:
         server.output()
-        server_rc, server_note = None, f"server idle (no work in flight), still waiting after {limit} s"
+        server_rc, server_note = None, "server idle (no work in flight), still waiting after 25 s"
     told = re.search(r"cma detected device removal|cq completion failed status \d+|wait for \w+ state 11", client_out)
     pinged = "ping data: rdma-ping" in client_out
     if client_rc <= 0 or told is None or not pinged or (server_rc is not None and server_rc < 0):
@@ -254,6 +276,24 @@ def listener_removed(label, server_ip, limit=20):
         return
     passed += 1
     print(f"ok   {label}: DEVICE_REMOVAL, exit {rc} {time.monotonic() - killed:.1f} s after the kill", flush=True)
+
+
+def device_choice(label, server_ip, source, device, other):
+    """rping on the second bed, where the client sees both devices: its REQ must leave from
+    `device` (the one owning its source address, or the destination itself), not from `other`."""
+    global passed
+    before = {d: counter(d, "cm_req_sent") for d in (device, other)}
+    p = next_port()
+    source_args = ["-I", source] if source else []
+    if run_pair(label, ["rping", "-s", "-a", server_ip, "-p", p, "-C", "3", "-v"],
+                ["rping", "-c", "-a", server_ip, "-p", p, "-C", "3", "-v", *source_args],
+                r"server ping data", r"ping data", p) is None:
+        return
+    after = {d: counter(d, "cm_req_sent") for d in (device, other)}
+    if after[device] != before[device] + 1 or after[other] != before[other]:
+        passed -= 1
+        failures.append(f"{label}: REQs sent before {before}, after {after}")
+        print(f"FAIL {label}: REQs sent before {before}, after {after}", flush=True)
 
 
 def check_captures(expected_opcodes, expected_mads):
@@ -306,6 +346,16 @@ try:
         run_pair(f"rdma_server/rdma_client ({family})", ["rdma_server", "-p", p, *(["-s", ip] if bind else [])],
                  ["rdma_client", "-s", ip, "-p", p], r"rdma_server: end 0", r"rdma_client: end 0", p)
         if family == "IPv4":
+            # rping -q moves its own QP with rdma_init_qp_attr and sends the RTU with
+            # rdma_establish; ucmatose -m migrates every id to a new channel.
+            p = next_port()
+            run_pair("rping -q (the application's own QP: rdma_init_qp_attr, rdma_establish)",
+                     ["rping", "-s", "-q", "-a", ip, "-p", p, "-v", "-V", "-C", "10"],
+                     ["rping", "-c", "-q", "-a", ip, "-p", p, "-v", "-V", "-C", "10"], r"server ping data",
+                     r"ping data: rdma-ping-9", p)
+            p = next_port()
+            run_pair("ucmatose -m -c 3 (rdma_migrate_id)", ["ucmatose", "-m", "-p", p, "-c", "3"],
+                     ["ucmatose", "-m", "-s", ip, "-p", p, "-c", "3"], DATA_OK, DATA_OK, p)
             # rdma_xserver has no bind option: it listens on 0.0.0.0 only.
             p = next_port()
             run_pair("rdma_xserver/rdma_xclient RC", ["rdma_xserver", "-p", p], ["rdma_xclient", "-s", ip, "-p", p],
@@ -334,10 +384,15 @@ try:
                     "RC_RDMA_READ_RESPONSE_ONLY", "RC_ACKNOWLEDGE"},
                    {"CM REQ", "CM REP", "CM RTU", "CM DREQ", "CM DREP", "CM REJ", "CM SIDR_REQ", "CM SIDR_REP"})
 
-    # A daemon dies under a connection: events, never a hang (a bed of its own: the killed
-    # daemon's capture would end mid-frame).
-    bed("up", "--daemons", "both", "--rnicd", rnicd)
-    daemon_killed("rping with the client's rnicd SIGKILLed", env_words["ip_a"])
+    # One host, two devices: the library picks the device; then daemons die under connections
+    # (a bed of its own: a killed daemon's capture would end mid-frame).
+    one_run_dir = True
+    bed("up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd)
+    device_choice("rping -I <rnic1's address>: the client's id on rnic1 (its source's device)", env_words["ip_a"],
+                  env_words["ip_b"], "rnic1", "rnic0")
+    device_choice("rping to rnic0's own address without a source: rnic0, looped back", env_words["ip_a"], None,
+                  "rnic0", "rnic1")
+    daemon_killed("rping with the client's rnicd SIGKILLed", env_words["ip_a"], env_words["ip_b"])
     listener_removed("rping -s listening when its own rnicd is SIGKILLed", env_words["ip_a"])
     bed("down")
 except Exception as e:  # a bed that does not come up is a failure, with its reason
