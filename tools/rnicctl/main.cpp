@@ -29,6 +29,8 @@ void usage(std::FILE* out) {
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
         "  session          objects the device holds, then each client session and its objects\n"
+        "  cm               one line per rdma_cm id: port space, QP type, rdma_cm and IB CM\n"
+        "                   states, addresses, communication ids, QPNs\n"
         "  user             what each user holds on the device against its caps (held/max, as\n"
         "                   the rdma cgroup's rdma.current/rdma.max)\n"
         "  log-level [LVL]  show or set rnicd's log level (trace debug info warn err critical off;\n"
@@ -85,18 +87,23 @@ int ask_stats(const std::string& device, Daemon& d, uint32_t what, uint32_t firs
     return 0;
 }
 
-// The QP list from `first_qpn` on, page after page (one page only unless `all`).
-int qp_list(const std::string& device, Daemon& d, uint32_t first_qpn, bool all, json& out) {
+// A paged list (the QPs, the CM ids) from `first` on, page after page (one page only unless `all`).
+int paged_list(const std::string& device, Daemon& d, uint32_t what, const char* key, const char* next_key,
+               uint32_t first, bool all, json& out) {
     out = json::array();
     for (;;) {
         json page;
-        if (const int r = ask_stats(device, d, rnic::host::abi::kStatsQps, first_qpn, page); r != 0) return r;
-        for (auto& q : page.value("qps", json::array())) out.push_back(std::move(q));
-        const json next = page.value("next_qpn", json());
+        if (const int r = ask_stats(device, d, what, first, page); r != 0) return r;
+        for (auto& q : page.value(key, json::array())) out.push_back(std::move(q));
+        const json next = page.value(next_key, json());
         // A page must move on, or a confused daemon would keep us here.
-        if (!all || !next.is_number_unsigned() || next.get<uint64_t>() <= first_qpn) return 0;
-        first_qpn = next.get<uint32_t>();
+        if (!all || !next.is_number_unsigned() || next.get<uint64_t>() <= first) return 0;
+        first = next.get<uint32_t>();
     }
+}
+
+int qp_list(const std::string& device, Daemon& d, uint32_t first_qpn, bool all, json& out) {
+    return paged_list(device, d, rnic::host::abi::kStatsQps, "qps", "next_qpn", first_qpn, all, out);
 }
 
 int open_daemon(const Options& o, const std::string& device, Daemon& d, bool need_stats = true) {
@@ -170,10 +177,10 @@ int run(const Options& o) {
         }
         return 0;
     }
-    const bool known =
-        (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "user" || cmd == "log-level")
-            ? args == 0
-            : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
+    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "user" ||
+                        cmd == "log-level" || cmd == "cm")
+                           ? args == 0
+                           : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
     if (!known) return usage(stderr), kExitUsage;
     long qpn = -1;
     if (cmd == "stat" && args == 2) {
@@ -203,6 +210,17 @@ int run(const Options& o) {
                       << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " sq-una-psn "
                       << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn") << " rqpn " << field(q, "dest_qpn")
                       << " path-mtu " << field(q, "path_mtu") << " pid " << field(q, "pid") << '\n';
+    } else if (cmd == "cm") {
+        json ids;
+        if (const int r = paged_list(device, d, rnic::host::abi::kStatsCmIds, "cm_ids", "next_cm_id", 0, true, ids);
+            r != 0)
+            return r;
+        if (o.json_out) return std::cout << ids.dump(2) << '\n', 0;
+        for (const auto& i : ids)
+            std::cout << "link " << link << " cm-id " << field(i, "id") << ' ' << field(i, "port_space") << ' '
+                      << field(i, "qp_type") << " state " << field(i, "state") << " ib-state " << field(i, "ib_state")
+                      << " src " << field(i, "src") << " dst " << field(i, "dst") << " lqpn " << field(i, "qpn")
+                      << " rqpn " << field(i, "remote_qpn") << " pid " << field(i, "pid") << '\n';
     } else if (cmd == "stat") {
         if (qpn < 0) {
             const json counters = s.value("counters", json::object());
@@ -249,7 +267,7 @@ int run(const Options& o) {
         for (const auto& u : users) {
             std::cout << "dev " << field(dev, "name") << " uid " << field(u, "uid");
             const json held = u.value("held", json::object()), max = u.value("max", json::object());
-            for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs"})
+            for (const char* k : {"sessions", "pds", "mrs", "cqs", "qps", "srqs", "ahs", "cm_ids"})
                 std::cout << ' ' << k << ' ' << field(held, k) << '/' << field(max, k);
             std::cout << '\n';
         }

@@ -5,7 +5,41 @@
 #include <algorithm>
 #include <sstream>
 
+#include "rnic/wire/gsi_frame.hpp"
+
 namespace rnic::daemon {
+
+namespace {
+
+// A MAD waits this long for its neighbour; the CM's own retries take over after that.
+constexpr uint64_t kMadNeighbourWaitNs = 1'000'000'000;
+constexpr size_t kMadsWaitingMax = 4096;
+
+// Whether a RoCEv2 frame (classified ours, so its headers are in place) goes to QP 1: a look at
+// the BTH's destination QP, so the engine's frames pay nothing for the CM.
+bool to_gsi(std::span<const uint8_t> f) noexcept {
+    if (f.size() < 14) return false;
+    size_t l3 = 14;
+    uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    if (type == 0x8100) {
+        if (f.size() < 18) return false;
+        type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+        l3 = 18;
+    }
+    size_t l4;
+    if (type == 0x0800) {
+        if (f.size() < l3 + 20) return false;
+        l4 = l3 + size_t{f[l3] & 0x0Fu} * 4;
+    } else if (type == 0x86DD) {
+        l4 = l3 + 40;
+    } else {
+        return false;
+    }
+    const size_t bth = l4 + 8;
+    return f.size() >= bth + 12 && f[bth + 5] == 0 && f[bth + 6] == 0 && f[bth + 7] == wire::kGsiQpn;
+}
+
+}  // namespace
 
 Datapath::Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddress self, port::Capture* capture,
                    int64_t realtime_offset_ns, Clock clock)
@@ -164,10 +198,7 @@ size_t Datapath::poll(uint64_t now_ns) {
                 receive_icmp6(frame, now_ns);
                 break;
             case port::FrameClass::RoceForUs:
-                ++counters_.roce_rx;
-                if (capture_) capture(frame, now_ns);
-                if (const auto r = engine_.receive(frame, now_ns); r.verdict != transport::RxVerdict::Accepted)
-                    warn_roce(r, frame.size());
+                receive_roce(frame, now_ns);
                 break;
             case port::FrameClass::Malformed:
                 warn_malformed(c, frame.size());
@@ -187,10 +218,7 @@ size_t Datapath::poll(uint64_t now_ns) {
         auto& frames = loopback_receiving_;
         frames.swap(loopback_);
         for (auto& f : frames) {
-            ++counters_.roce_rx;
-            if (capture_) capture(f, now_ns);
-            if (const auto r = engine_.receive(f, now_ns); r.verdict != transport::RxVerdict::Accepted)
-                warn_roce(r, f.size());
+            receive_roce(f, now_ns);
             loopback_spare_.push_back(std::move(f));
         }
         looped = frames.size();
@@ -203,13 +231,123 @@ size_t Datapath::poll(uint64_t now_ns) {
     nd_.advance(now_ns, io_.tx());
     const size_t sent = engine_.transmit(loopback_sink_, now_ns, kBurst);
     counters_.roce_tx += sent;
+    size_t mads = 0;
+    if (cm_) {
+        const uint64_t before = counters_.gsi_tx;
+        cm_->advance(now_ns);
+        send_cm_mads(now_ns);
+        mads = counters_.gsi_tx - before;
+    }
     io_.flush_tx();
-    return n + sent + looped;
+    return n + sent + looped + mads;
+}
+
+void Datapath::receive_roce(std::span<const uint8_t> frame, uint64_t now_ns) {
+    ++counters_.roce_rx;
+    if (capture_) capture(frame, now_ns);
+    if (to_gsi(frame)) {
+        receive_gsi(frame, now_ns);
+        return;
+    }
+    if (const auto r = engine_.receive(frame, now_ns); r.verdict != transport::RxVerdict::Accepted)
+        warn_roce(r, frame.size());
+}
+
+void Datapath::receive_gsi(std::span<const uint8_t> frame, uint64_t now_ns) {
+    ++counters_.gsi_rx;
+    if (!cm_) {
+        ++counters_.gsi_no_cm;
+        return;
+    }
+    const auto g = wire::parse_gsi_frame(frame);
+    if (!g) {
+        ++counters_.gsi_bad;
+        if (gsi_log_.allow(now_))
+            spdlog::warn("dropped a {}-byte frame to QP 1: {} ({} similar lines suppressed)", frame.size(),
+                         wire::parse_errc_text(g.error().code), gsi_log_.suppressed());
+        return;
+    }
+    const wire::RoceFrame& f = g->frame;
+    cm::MadRoute from;
+    from.local_gid = f.dst_gid;
+    from.remote_gid = f.src_gid;
+    from.remote_qpn = f.ext.deth ? f.ext.deth->src_qp : wire::kGsiQpn;
+    from.traffic_class = static_cast<uint8_t>(f.dscp() << 2 | f.ecn());
+    from.hop_limit = f.ip_version == 4 ? f.ipv4.ttl : f.ipv6.hop_limit;
+    from.flow_label = f.ip_version == 4 ? 0 : f.ipv6.flow_label;
+    from.pkey = f.bth.pkey;
+    const auto mad = g->mad.bytes();
+    cm_->receive(from, mad, now_ns);
+}
+
+bool Datapath::send_mad(const cm::OutboundMad& m, const wire::MacAddr& dst_mac) {
+    const cm::MadRoute& r = m.route;
+    wire::GsiFrameSpec spec;
+    spec.dst_mac = dst_mac;
+    spec.src_mac = self_.mac;
+    spec.src_gid = r.local_gid;
+    spec.dst_gid = r.remote_gid;
+    spec.dscp = r.traffic_class >> 2;
+    spec.ecn = r.traffic_class & 0x3;
+    spec.hop_limit = r.hop_limit;
+    spec.ip_id = gsi_ip_id_;
+    spec.flow_label = r.flow_label;
+    spec.pkey = r.pkey;
+    spec.psn = gsi_psn_ & 0xFFFFFF;
+    spec.dest_qp = r.remote_qpn;
+    const size_t size = r.remote_gid.is_ipv4_mapped() ? wire::kGsiFrameSizeIpv4 : wire::kGsiFrameSizeIpv6;
+    const auto buf = loopback_sink_.allocate(size);
+    if (buf.size() < size) return false;  // no TX room this turn: the MAD waits
+    const auto built = wire::build_gsi_frame(spec, m.mad, buf);
+    if (!built) {  // addresses of two families: nothing to send
+        ++counters_.gsi_bad;
+        return true;
+    }
+    loopback_sink_.commit(*built);
+    ++gsi_ip_id_;
+    ++gsi_psn_;
+    ++counters_.gsi_tx;
+    return true;
+}
+
+void Datapath::send_cm_mads(uint64_t now_ns) {
+    wire::MacAddr mac{};
+    for (auto it = cm_waiting_.begin(); it != cm_waiting_.end();) {
+        const Neighbour r = resolve(it->mad.route.remote_gid, now_ns, mac);
+        if (r == Neighbour::Resolved) {
+            if (!send_mad(it->mad, mac)) return;
+            it = cm_waiting_.erase(it);
+        } else if (r == Neighbour::Unreachable || now_ns - it->since_ns >= kMadNeighbourWaitNs) {
+            ++counters_.gsi_unresolved;
+            it = cm_waiting_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    while (cm_->has_outbound()) {
+        const cm::OutboundMad& m = cm_->front_outbound();
+        const Neighbour r = resolve(m.route.remote_gid, now_ns, mac);
+        if (r == Neighbour::Resolved) {
+            if (!send_mad(m, mac)) return;
+        } else if (r == Neighbour::Pending) {
+            if (cm_waiting_.size() >= kMadsWaitingMax) {
+                cm_waiting_.pop_front();
+                ++counters_.gsi_unresolved;
+            }
+            cm_waiting_.push_back({m, now_ns});
+        } else {
+            ++counters_.gsi_unresolved;
+        }
+        cm_->pop_outbound();
+    }
 }
 
 std::optional<uint64_t> Datapath::next_deadline() const {
     auto a = engine_.next_deadline();
-    for (const auto b : {arp_.next_deadline(), nd_.next_deadline()})
+    std::optional<uint64_t> cm, waiting;
+    if (cm_) cm = cm_->next_deadline();
+    if (!cm_waiting_.empty()) waiting = cm_waiting_.front().since_ns + kMadNeighbourWaitNs;
+    for (const auto b : {arp_.next_deadline(), nd_.next_deadline(), cm, waiting})
         if (!a || (b && *b < *a)) a = b;
     return a;
 }
@@ -231,6 +369,11 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("roce_tx", counters_.roce_tx);
     put("captured", counters_.captured);
     put("loopback_frames", counters_.loopback_frames);
+    put("gsi_rx", counters_.gsi_rx);
+    put("gsi_tx", counters_.gsi_tx);
+    put("gsi_bad", counters_.gsi_bad);
+    put("gsi_no_cm", counters_.gsi_no_cm);
+    put("gsi_unresolved", counters_.gsi_unresolved);
     put("polls", counters_.polls);
     // Each part's own counter list under its prefix (arp_, nd_, icmp_, icmp6_).
     auto put_all = [&](const std::string& prefix, const auto& list) {
@@ -244,6 +387,7 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("nd_entries", nd_.entries());
     put_all("icmp_", icmp_.list());
     put_all("icmp6_", icmp6_.list());
+    if (cm_) put_all("cm_", cm_->counters().list());
     return out;
 }
 

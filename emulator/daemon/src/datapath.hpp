@@ -1,17 +1,19 @@
 // One turn of rnicd's poll loop over any PortIo: receive a burst, classify, hand each frame to
-// ARP, ICMP, ICMPv6 (neighbour discovery, echo) or the engine (or count and drop it), run
-// timers, let the engine fill the TX burst, send. No DPDK here, so the whole turn is tested over
-// FakePort.
+// ARP, ICMP, ICMPv6 (neighbour discovery, echo), the connection manager (RoCEv2 frames to QP 1,
+// the GSI) or the engine (or count and drop it), run timers, let the engine fill the TX burst and
+// the CM's MADs follow, send. No DPDK here, so the whole turn is tested over FakePort.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "rate_limit.hpp"
+#include "rnic/cm/cm_service.hpp"
 #include "rnic/port/arp.hpp"
 #include "rnic/port/capture.hpp"
 #include "rnic/port/classify.hpp"
@@ -30,6 +32,11 @@ struct DatapathCounters {
     uint64_t captured = 0;
     uint64_t polls = 0;
     uint64_t loopback_frames = 0;  // engine frames for our own MAC, fed back without the port
+    uint64_t gsi_rx = 0;           // frames to QP 1 handed to the CM
+    uint64_t gsi_tx = 0;           // the CM's MADs sent
+    uint64_t gsi_bad = 0;          // frames to QP 1 that are no GSI frame (not a UD SEND, Q_Key, ICRC)
+    uint64_t gsi_no_cm = 0;        // frames to QP 1 with no CM attached
+    uint64_t gsi_unresolved = 0;   // MADs dropped: their neighbour never answered (the CM resends)
 };
 
 // What a neighbour lookup for the control path found.
@@ -52,6 +59,11 @@ public:
     void start(uint64_t now_ns);   // gratuitous ARP, unsolicited neighbour advertisements
     size_t poll(uint64_t now_ns);  // frames received + frames the engine sent
     std::optional<uint64_t> next_deadline() const;
+
+    // The device's connection manager: frames to QP 1 go to it, its MADs out through the port
+    // (their MACs from resolve()), its timers run every turn. Not owned; null: QP 1 frames are
+    // counted and dropped.
+    void set_cm(cm::CmService* cm) noexcept { cm_ = cm; }
 
     // The MAC for an address vector's destination GID: our own MAC for our own addresses (the
     // loopback path), else ARP for IPv4-mapped GIDs and neighbour discovery for IPv6 ones (a
@@ -105,6 +117,12 @@ private:
     void warn_roce(const transport::RxResult& r, size_t length);
     void receive_icmp(std::span<const uint8_t> frame);
     void receive_icmp6(std::span<const uint8_t> frame, uint64_t now_ns);
+    // A RoCEv2 frame for us, from the port or looped back: QP 1's to the CM, the rest to the engine.
+    void receive_roce(std::span<const uint8_t> frame, uint64_t now_ns);
+    void receive_gsi(std::span<const uint8_t> frame, uint64_t now_ns);
+    // The CM's queued MADs into frames; those whose neighbour is being resolved wait (a while).
+    void send_cm_mads(uint64_t now_ns);
+    bool send_mad(const cm::OutboundMad& m, const wire::MacAddr& dst_mac);
     // Both families: our own address, off-link or failed, cached, or a request out.
     template <class Agent, class Addr>
     Neighbour lookup(Agent& agent, const Addr& addr, bool own, bool on_link, uint64_t now_ns, wire::MacAddr& mac);
@@ -131,6 +149,15 @@ private:
     RateLimit roce_log_;
     RateLimit capture_log_;
     std::array<port::RxFrame, kBurst> rx_{};
+    cm::CmService* cm_ = nullptr;
+    struct WaitingMad {
+        cm::OutboundMad mad;
+        uint64_t since_ns = 0;
+    };
+    std::deque<WaitingMad> cm_waiting_;  // MADs whose neighbour is being resolved
+    uint32_t gsi_psn_ = 0;               // QP 1's send PSN, counting from 0 as rxe's does
+    uint16_t gsi_ip_id_ = 0;
+    RateLimit gsi_log_;
 };
 
 }  // namespace rnic::daemon

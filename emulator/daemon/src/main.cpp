@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
                 for (auto& c : loop_counters->counter_list()) all.push_back(std::move(c));
             return all;
         });
+        d.dp->set_cm(&d.host->cm());
         try {
             d.host->start();
         } catch (const std::exception& e) {
@@ -266,6 +267,9 @@ int main(int argc, char** argv) {
         spdlog::info("rnicd stopping: {}: disconnecting {} session(s)", d.name, d.host->session_count());
         d.host->shutdown(now);
     }
+    // One more turn sends the DREQs and REJs the sessions' connections ended with, as Linux's CM
+    // does for a process that exits.
+    for (Device& d : devices) d.dp->poll(clock_ns(CLOCK_MONOTONIC));
     int status = 0;
     for (Device& d : devices) {
         if (!d.capture) continue;

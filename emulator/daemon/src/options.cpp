@@ -56,7 +56,7 @@ const char* usage() {
            "  --socket-group GROUP  the control sockets' group (name or gid)\n"
            "  --user-limit [USER:]RES=N[,RES=N]...  what one user may hold on each device, as the\n"
            "                    rdma cgroup's rdma.max (beyond it: EAGAIN). RES: sessions (open\n"
-           "                    devices), pds, mrs, cqs, qps, srqs, ahs; N a number or max (the\n"
+           "                    devices), pds, mrs, cqs, qps, srqs, ahs, cm_ids; N a number or max (the\n"
            "                    default: only the device's own limits). Without USER (name or uid)\n"
            "                    for every user; a user's own entry takes the rest from that one.\n"
            "                    Repeatable. Registered memory is limited by each process's\n"

@@ -41,6 +41,7 @@ ServiceRig::ServiceRig(const std::function<void(server::ServerConfig&)>& tweak, 
     };
     if (tweak) tweak(sc);
     host = std::make_unique<server::HostService>(io, engine, sc, resolver, [this] { return dp.counter_list(); });
+    dp.set_cm(&host->cm());
     host->start();
     dp.start(now);
     port.sent().clear();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "raw_client.hpp"
+#include "rnic/host/abi/cm.hpp"
 
 using namespace rnic;
 using namespace rnic::host;
@@ -28,7 +29,11 @@ struct Shape {
     size_t fds = 0;
 };
 
-// Every op of the protocol, in Op order from 1.
+constexpr Op cm(abi::CmOp op) {
+    return static_cast<Op>(op);
+}
+
+// Every op of the protocol, in Op order from 1 (the CM's from abi/cm.hpp after the verbs ops).
 const Shape kShapes[] = {
     {Op::Hello, sizeof(abi::HelloRequest)},
     {Op::AllocPd, 0},
@@ -54,6 +59,27 @@ const Shape kShapes[] = {
     {Op::QueryPort, 0},
     {Op::Stats, sizeof(abi::StatsRequest)},
     {Op::SetLogLevel, sizeof(abi::SetLogLevelRequest)},
+    {cm(abi::CmOp::CreateChannel), 0},
+    {cm(abi::CmOp::DestroyChannel), sizeof(abi::HandleRequest)},
+    {cm(abi::CmOp::CreateId), sizeof(abi::CmCreateIdRequest)},
+    {cm(abi::CmOp::DestroyId), sizeof(abi::HandleRequest)},
+    {cm(abi::CmOp::MigrateId), sizeof(abi::CmMigrateIdRequest)},
+    {cm(abi::CmOp::BindAddr), sizeof(abi::CmAddrRequest)},
+    {cm(abi::CmOp::ResolveAddr), sizeof(abi::CmResolveAddrRequest)},
+    {cm(abi::CmOp::ResolveRoute), sizeof(abi::CmTimeoutRequest)},
+    {cm(abi::CmOp::Query), sizeof(abi::HandleRequest)},
+    {cm(abi::CmOp::Listen), sizeof(abi::CmListenRequest)},
+    {cm(abi::CmOp::Connect), sizeof(abi::CmConnectRequest)},
+    {cm(abi::CmOp::Accept), sizeof(abi::CmConnectRequest)},
+    {cm(abi::CmOp::Reject), sizeof(abi::CmRejectRequest)},
+    {cm(abi::CmOp::Disconnect), sizeof(abi::HandleRequest)},
+    {cm(abi::CmOp::InitQpAttr), sizeof(abi::CmInitQpAttrRequest)},
+    {cm(abi::CmOp::Notify), sizeof(abi::CmNotifyRequest)},
+    {cm(abi::CmOp::SetOption), sizeof(abi::CmSetOptionRequest)},
+    {cm(abi::CmOp::GetEvent), sizeof(abi::HandleRequest)},
+    {cm(abi::CmOp::JoinMulticast), sizeof(abi::CmJoinRequest)},
+    {cm(abi::CmOp::LeaveMulticast), sizeof(abi::CmLeaveRequest)},
+    {cm(abi::CmOp::Establish), sizeof(abi::HandleRequest)},
 };
 constexpr uint16_t kFirstUnknown = std::size(kShapes) + 1;
 

@@ -396,7 +396,8 @@ TEST_CASE("per-uid caps (--user-limit): EAGAIN past a uid's cap across its sessi
 
     json j = stats_of(rig, *s1);
     REQUIRE(j["users"].size() == 1);  // only its own
-    const json held = {{"sessions", 2}, {"pds", 2}, {"mrs", 1}, {"cqs", 2}, {"qps", 2}, {"srqs", 1}, {"ahs", 1}};
+    const json held = {{"sessions", 2}, {"pds", 2},  {"mrs", 1}, {"cqs", 2},
+                       {"qps", 2},      {"srqs", 1}, {"ahs", 1}, {"cm_ids", 0}};
     CHECK(j["users"][0]["uid"] == 1000);
     CHECK(j["users"][0]["held"] == held);
     CHECK(j["users"][0]["max"]["qps"] == 2);
@@ -415,7 +416,8 @@ TEST_CASE("per-uid caps (--user-limit): EAGAIN past a uid's cap across its sessi
     s1.reset();
     for (int i = 0; i < 100 && rig.host->session_count() > 3; ++i) rig.turn();
     j = stats_of(rig, *s2);
-    const json left = {{"sessions", 1}, {"pds", 1}, {"mrs", 0}, {"cqs", 0}, {"qps", 0}, {"srqs", 0}, {"ahs", 0}};
+    const json left = {{"sessions", 1}, {"pds", 1},  {"mrs", 0}, {"cqs", 0},
+                       {"qps", 0},      {"srqs", 0}, {"ahs", 0}, {"cm_ids", 0}};
     CHECK(j["users"][0]["held"] == left);
     auto again = connect_as(rig, 1000);
     alloc_pd(rig, *again);

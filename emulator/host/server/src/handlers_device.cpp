@@ -169,7 +169,7 @@ void HostService::Impl::on_query_port(Request& rq) {
 }
 
 void HostService::Impl::on_stats(Request& rq, const StatsRequest& req) {
-    if (req.what & ~kStatsAll) return rq.fail(EINVAL);
+    if (req.what & ~(kStatsAll | kStatsCmIds)) return rq.fail(EINVAL);
     std::string json = stats_json(rq.s.uid, req.what ? req.what : kStatsAll, req.first_qpn);
     if (json.size() > kMaxMessage - sizeof(MessageHeader)) json = R"({"error":"statistics too large"})";
     reply(rq.s, rq.h, 0, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});

@@ -32,6 +32,7 @@ HostService::Impl::Impl(boost::asio::io_context& io_context, transport::Engine& 
     if (config.run_dir.empty()) config.run_dir = default_run_dir();
     pinned = config.pinned_pages ? config.pinned_pages : std::make_shared<PinnedPages>();
     path = config.run_dir + "/" + config.name + ".sock";
+    start_cm();
 }
 
 HostService::Impl::~Impl() {
@@ -278,6 +279,10 @@ std::string HostService::socket_path() const {
 size_t HostService::session_count() const {
     return impl_->sessions.size();
 }
+cm::CmService& HostService::cm() noexcept {
+    return *impl_->cm;
+}
+
 const abi::StatusPage& HostService::status() const {
     return *impl_->status;
 }

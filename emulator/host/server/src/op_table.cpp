@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "control_request.hpp"
+#include "rnic/host/abi/cm.hpp"
 
 namespace rnic::host::server {
 namespace {
@@ -96,6 +97,12 @@ constexpr OpRow row(Op op, Rules rules = {}) {
     return r;
 }
 
+// The CM's ops continue Op's numbers (abi/cm.hpp).
+template <auto H, auto R = nullptr>
+constexpr OpRow row(CmOp op, Rules rules = {}) {
+    return row<H, R>(static_cast<Op>(op), rules);
+}
+
 constexpr OpRow kOps[] = {
     row<&Impl::on_hello>(Op::Hello, {.hello = true}),
     row<&Impl::on_alloc_pd>(Op::AllocPd),
@@ -121,6 +128,27 @@ constexpr OpRow kOps[] = {
     row<&Impl::on_query_port>(Op::QueryPort),
     row<&Impl::on_stats>(Op::Stats),
     row<&Impl::on_set_log_level>(Op::SetLogLevel),
+    row<&Impl::on_cm_create_channel>(CmOp::CreateChannel),
+    row<&Impl::on_cm_destroy_channel>(CmOp::DestroyChannel),
+    row<&Impl::on_cm_create_id>(CmOp::CreateId),
+    row<&Impl::on_cm_destroy_id>(CmOp::DestroyId),
+    row<&Impl::on_cm_migrate_id>(CmOp::MigrateId),
+    row<&Impl::on_cm_bind_addr>(CmOp::BindAddr),
+    row<&Impl::on_cm_resolve_addr>(CmOp::ResolveAddr),
+    row<&Impl::on_cm_resolve_route>(CmOp::ResolveRoute),
+    row<&Impl::on_cm_query>(CmOp::Query),
+    row<&Impl::on_cm_listen>(CmOp::Listen),
+    row<&Impl::on_cm_connect>(CmOp::Connect),
+    row<&Impl::on_cm_accept>(CmOp::Accept),
+    row<&Impl::on_cm_reject>(CmOp::Reject),
+    row<&Impl::on_cm_disconnect>(CmOp::Disconnect),
+    row<&Impl::on_cm_init_qp_attr>(CmOp::InitQpAttr),
+    row<&Impl::on_cm_notify>(CmOp::Notify),
+    row<&Impl::on_cm_set_option>(CmOp::SetOption),
+    row<&Impl::on_cm_get_event>(CmOp::GetEvent),
+    row<&Impl::on_cm_join_multicast>(CmOp::JoinMulticast),
+    row<&Impl::on_cm_leave_multicast>(CmOp::LeaveMulticast),
+    row<&Impl::on_cm_establish>(CmOp::Establish),
 };
 
 // The lookup is an index, so a row out of place, or one no message could meet, does not compile.

@@ -25,12 +25,14 @@
 
 #include "host_queues.hpp"
 #include "ring_memory.hpp"
+#include "rnic/cm/cm_service.hpp"
 #include "rnic/common/ring_buffer.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "session.hpp"
 
 namespace rnic::host::server {
 
+struct CmGlue;   // below
 struct Request;  // control_request.hpp
 
 struct ServiceCounters {
@@ -168,6 +170,28 @@ struct HostService::Impl {
     void on_create_ah(Request& rq, const abi::CreateAhRequest& req);
     void on_create_ah_resolved(Request& rq, const abi::CreateAhRequest& req, const wire::MacAddr& mac);
     void on_destroy_ah(Request& rq, const abi::HandleRequest& req);
+    // handlers_cm.cpp
+    void on_cm_create_channel(Request& rq);
+    void on_cm_destroy_channel(Request& rq, const abi::HandleRequest& req);
+    void on_cm_create_id(Request& rq, const abi::CmCreateIdRequest& req);
+    void on_cm_destroy_id(Request& rq, const abi::HandleRequest& req);
+    void on_cm_migrate_id(Request& rq, const abi::CmMigrateIdRequest& req);
+    void on_cm_bind_addr(Request& rq, const abi::CmAddrRequest& req);
+    void on_cm_resolve_addr(Request& rq, const abi::CmResolveAddrRequest& req);
+    void on_cm_resolve_route(Request& rq, const abi::CmTimeoutRequest& req);
+    void on_cm_query(Request& rq, const abi::HandleRequest& req);
+    void on_cm_listen(Request& rq, const abi::CmListenRequest& req);
+    void on_cm_connect(Request& rq, const abi::CmConnectRequest& req);
+    void on_cm_accept(Request& rq, const abi::CmConnectRequest& req);
+    void on_cm_reject(Request& rq, const abi::CmRejectRequest& req);
+    void on_cm_disconnect(Request& rq, const abi::HandleRequest& req);
+    void on_cm_init_qp_attr(Request& rq, const abi::CmInitQpAttrRequest& req);
+    void on_cm_notify(Request& rq, const abi::CmNotifyRequest& req);
+    void on_cm_set_option(Request& rq, const abi::CmSetOptionRequest& req);
+    void on_cm_get_event(Request& rq, const abi::HandleRequest& req);
+    void on_cm_join_multicast(Request& rq, const abi::CmJoinRequest& req);
+    void on_cm_leave_multicast(Request& rq, const abi::CmLeaveRequest& req);
+    void on_cm_establish(Request& rq, const abi::HandleRequest& req);
 
     // ---- session.cpp ----
     void close_session(Session& s, const char* why);
@@ -213,6 +237,7 @@ struct HostService::Impl {
     std::string stats_json(std::optional<uint32_t> viewer, uint32_t what, uint32_t first_qpn) const;
     void device_part(nlohmann::json& doc, std::optional<uint32_t> viewer) const;
     void qp_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_qpn) const;
+    void cm_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_id) const;
     bool sees(std::optional<uint32_t> viewer, uint32_t uid) const;
 
     // ---- host_service.cpp ----
@@ -225,6 +250,26 @@ struct HostService::Impl {
     void arm_nap(bool wake_on_rx);
     void arm_nap_timer(uint64_t max_ns);
     NapEnd end_nap();
+
+    // ---- cm_glue.cpp: the device's connection manager ----
+    // Its configuration from the engine's GID table and the port's prefixes; the CM itself.
+    cm::CmConfig cm_config() const;
+    void start_cm();
+    // The session's ids and channels destroyed (DREQ, REJ as on a process's death).
+    void close_cm(Session& s);
+    std::unique_ptr<CmGlue> cm_glue;
+    std::unique_ptr<cm::CmService> cm;
+    std::unordered_map<uint32_t, int> cm_channel_fds;  // CM channel -> the daemon's end of its socket
+};
+
+// What the CM asks of the host service (cm_glue.cpp).
+struct CmGlue final : cm::CmHooks {
+    explicit CmGlue(HostService::Impl& i) : impl(i) {}
+    void event_queued(uint32_t channel) override;
+    int admit_id(uint32_t owner) override;
+    void id_released(uint32_t owner) override;
+    bool privileged(uint32_t owner) override;
+    HostService::Impl& impl;
 };
 
 }  // namespace rnic::host::server

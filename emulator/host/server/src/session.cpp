@@ -65,6 +65,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.kick.reset();  // cancels its wait
     s.deferred.reset();
     s.kick.reset();  // closes it; an armed wait completes as aborted
+    close_cm(s);
 
     const size_t n_qps = s.qps.size(), n_srqs = s.srqs.size(), n_cqs = s.cqs.size(), n_ahs = s.ahs.size(),
                  n_mrs = s.mrs.size(), n_segments = s.segments.size(), n_pds = s.pds.size(),

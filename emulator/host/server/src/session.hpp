@@ -107,6 +107,7 @@ struct Session {
     std::map<uint32_t, std::shared_ptr<Segment>> segments;  // by the client's segment id
     std::map<uint32_t, std::shared_ptr<Channel>> channels;
     uint32_t next_channel = 1;
+    std::set<uint32_t> cm_channels;  // the CM's event channels it made (CmOp::CreateChannel)
     std::set<uint32_t> cqs, srqs, qps;
     std::map<uint32_t, uint32_t> ahs;  // handle -> pd
     std::optional<Deferred> deferred;

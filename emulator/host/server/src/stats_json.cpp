@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "rnic/memory/memory_table.hpp"
+#include "rnic/wire/rdma_cm_header.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -39,6 +41,7 @@ std::string HostService::Impl::stats_json(std::optional<uint32_t> viewer, uint32
     json doc = json::object();
     if (what & abi::kStatsDevice) device_part(doc, viewer);
     if (what & abi::kStatsQps) qp_page(doc, viewer, first_qpn);
+    if (what & abi::kStatsCmIds) cm_page(doc, viewer, first_qpn);
     return doc.dump();
 }
 
@@ -158,9 +161,12 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
     // What the device holds right now, counted by the engine itself rather than summed over the
     // sessions: an object a reclaimed session failed to free still shows here.
     doc["objects"] = {
-        {"sessions", sessions.size()}, {"pds", engine.pd_count()}, {"mrs", engine.mr_count()},
-        {"cqs", engine.cq_count()},    {"qps", engine.qp_count()}, {"srqs", engine.srq_count()},
-        {"ahs", engine.ah_count()},    {"channels", channels},     {"segments", all_segments.size()},
+        {"sessions", sessions.size()},        {"pds", engine.pd_count()},
+        {"mrs", engine.mr_count()},           {"cqs", engine.cq_count()},
+        {"qps", engine.qp_count()},           {"srqs", engine.srq_count()},
+        {"ahs", engine.ah_count()},           {"channels", channels},
+        {"segments", all_segments.size()},    {"cm_ids", cm->id_count()},
+        {"cm_channels", cm->channel_count()},
     };
 
     doc["log_level"] = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
@@ -209,6 +215,49 @@ void HostService::Impl::qp_page(nlohmann::json& doc, std::optional<uint32_t> vie
         qps_doc.push_back(std::move(entry));
     }
     doc["qps"] = std::move(qps_doc);
+}
+
+void HostService::Impl::cm_page(nlohmann::json& doc, std::optional<uint32_t> viewer, uint32_t first_id) const {
+    using nlohmann::json;
+    auto address = [](const abi::CmAddress& a) -> std::string {
+        if (a.family == 0) return "-";
+        wire::Gid g;
+        std::memcpy(g.raw.data(), a.addr, 16);
+        const std::string ip = g.to_ip_string();
+        return (a.family == cm::kAfInet6 ? "[" + ip + "]" : ip) + ":" + std::to_string(a.port);
+    };
+    constexpr size_t kPageFrame = 48;
+    size_t used = doc.dump().size() + kPageFrame;
+    json ids = json::array();
+    for (const cm::IdInfo& i : cm->ids()) {  // in id order
+        if (i.id < first_id) continue;
+        const auto owner = sessions.find(i.owner);
+        const uint32_t uid = owner != sessions.end() ? owner->second->uid : UINT32_MAX;
+        if (!sees(viewer, uid)) continue;
+        json entry = {{"id", i.id},
+                      {"session", i.owner},
+                      {"pid", owner != sessions.end() ? owner->second->pid : 0},
+                      {"uid", uid},
+                      {"channel", i.channel},
+                      {"port_space", wire::rdma_port_space_name(static_cast<wire::RdmaPortSpace>(i.port_space))},
+                      {"qp_type", short_name(tp::qp_type_name(static_cast<tp::QpType>(i.qp_type)), "IBV_QPT_")},
+                      {"state", short_name(cm::rdma_state_name(i.state), "RDMA_CM_")},
+                      {"ib_state", short_name(cm::ib_state_name(i.ib_state), "IB_CM_")},
+                      {"src", address(i.src)},
+                      {"dst", address(i.dst)},
+                      {"local_comm_id", i.local_comm_id},
+                      {"remote_comm_id", i.remote_comm_id},
+                      {"qpn", i.qpn},
+                      {"remote_qpn", i.remote_qpn}};
+        const size_t bytes = entry.dump().size() + 1;
+        if (used + bytes > abi::kMaxMessage - sizeof(abi::MessageHeader)) {
+            doc["next_cm_id"] = i.id;
+            break;
+        }
+        used += bytes;
+        ids.push_back(std::move(entry));
+    }
+    doc["cm_ids"] = std::move(ids);
 }
 
 }  // namespace rnic::host::server

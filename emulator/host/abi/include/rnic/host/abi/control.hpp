@@ -338,13 +338,16 @@ struct CreateAhRequest {
 // Stats answers one JSON document of at most kMaxMessage bytes, so the QP list comes in pages:
 // the QPs from `first_qpn` on, in QPN order, as many as fit, and "next_qpn" where the next page
 // starts while more remain (about 60 QPs fit; 16,384 would take ~15 MB).
+// The CM's ids come the same way, asked for on their own: "cm_ids" from the id `first_qpn`
+// names, and "next_cm_id".
 inline constexpr uint32_t kStatsDevice = 1;  // device, counters, caches, sessions, objects, log_level
 inline constexpr uint32_t kStatsQps = 2;     // a page of the "qps" list
 inline constexpr uint32_t kStatsAll = kStatsDevice | kStatsQps;
+inline constexpr uint32_t kStatsCmIds = 4;  // a page of the "cm_ids" list (not in kStatsAll)
 
 struct StatsRequest {
     uint32_t what;       // kStats* bits; 0 means kStatsAll; other bits: EINVAL
-    uint32_t first_qpn;  // the page of the QP list starts at this QPN
+    uint32_t first_qpn;  // the page of the QP list (or of the CM ids) starts at this QPN (id)
 };
 
 struct SetLogLevelRequest {

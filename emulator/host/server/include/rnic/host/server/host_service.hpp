@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "rnic/cm/cm_service.hpp"
 #include "rnic/host/abi/control.hpp"
 #include "rnic/host/server/pinned_pages.hpp"
 #include "rnic/host/server/user_limits.hpp"
@@ -121,6 +122,10 @@ public:
     std::string socket_path() const;
     size_t session_count() const;
     const abi::StatusPage& status() const;
+
+    // The device's connection manager (rdma_cm's ids and channels are the sessions'); the poll
+    // loop's datapath feeds it QP 1's frames and sends its MADs.
+    cm::CmService& cm() noexcept;
 
     struct Impl;
 

@@ -11,12 +11,13 @@
 
 namespace rnic::host::server {
 
-// The kinds a user is counted in: sessions (a verbs context each, cgroup's hca_handle) and the
-// objects made in them (hca_object's kinds).
-enum class Resource : uint8_t { Sessions, Pds, Mrs, Cqs, Qps, Srqs, Ahs };
-inline constexpr size_t kResourceCount = 7;
+// The kinds a user is counted in: sessions (a verbs context each, cgroup's hca_handle), the
+// objects made in them (hca_object's kinds), and rdma_cm ids (the CM's, connection requests'
+// too).
+enum class Resource : uint8_t { Sessions, Pds, Mrs, Cqs, Qps, Srqs, Ahs, CmIds };
+inline constexpr size_t kResourceCount = 8;
 inline constexpr std::array<std::string_view, kResourceCount> kResourceNames = {"sessions", "pds",  "mrs", "cqs",
-                                                                                "qps",      "srqs", "ahs"};
+                                                                                "qps",      "srqs", "ahs", "cm_ids"};
 
 inline constexpr uint32_t kUnlimited = UINT32_MAX;  // "max"
 
