@@ -1,0 +1,603 @@
+#!/usr/bin/env python3
+"""rdma_cm between rnicd and Linux Soft-RoCE (rdma_rxe), both directions.
+
+The bed of run_interop.py (interop_bed.py: one qemu VM with rdma_rxe and the kernel's rdma_cm,
+one rnicd on a bridge in a private namespace). The VM runs Debian's rdmacm-utils and perftest
+over Debian's librdmacm; the host runs the same binaries through rnic-run (our libibverbs and
+librdmacm over rnicd). Phases, in order, one VM boot:
+  reference  rxe against rxe inside the VM (both ends on rxe0): every tool once, and connects to
+             a port nobody listens on, whose event, status and exit status are what the reject
+             phase expects of rnicd
+  wire       rnicd's CM driven through its control protocol (tests/system/raw_cm_client.py, no
+             library) against the VM's tools: REQ/REP/RTU with private data and DREQ/DREP both
+             ways, SIDR both ways, a consumer REJ with private data to rxe
+  tools      rping (-V, payload pattern checked on both sides), ucmatose, udaddy, rstream (-T v:
+             data verified), ib_send_bw -R; each with the VM as server and as client
+  reject     connects to a port nobody listens on, both directions: the same event and status as
+             rxe reports against rxe, the same exit status
+  kill       the VM's program killed (SIGTERM) in mid-connection: our program sees DISCONNECTED
+             and ends within a bound, both directions
+  loss       2% of the RoCEv2 frames to and from rnicd dropped in the bridge: ucmatose and rping
+             both ways; the CM MADs resent by each side counted (capture and rnicd's cm_mads_resent)
+Every capture (the bridge's per phase, rnicd's own) must pass rnic-pcap and tshark
+(check_tshark_decode.py) with its CM MADs decoded, rnicd's frames must follow rxe's conventions
+(interop_frames.py), and each run's MAD exchange is listed from the bridge capture.
+
+Usage: run_interop_cm.py --rnicd PATH --rnic-run PATH --rnic-pcap PATH --rnicctl PATH
+                         [--workdir DIR] [--cache DIR] [--phases a,b] [--only REGEX] [--markdown FILE]
+Exit 0 all passed, 1 a failure, 77 this machine cannot run the VM."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "system"))
+import cm_captures  # noqa: E402
+import interop_bed as bedlib  # noqa: E402
+import interop_frames  # noqa: E402
+
+PHASES = ("reference", "wire", "tools", "reject", "kill", "loss")
+PERFTEST_OK = r"^\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+"
+BAD_WORDS = ("mismatch", "verification failed", "Failed", "failed", "Couldn't", "couldn't", "Unable",
+             "error", "ERROR")
+UDADDY_PORT = 7174  # udaddy has no port option: rdma_cm's default port
+
+# The VM runs the server in the background, says when rdma_cm lists its listening id (so the
+# client does not connect too early), then waits for it: the job's status is the program's.
+VM_SERVER = """{cmd} &
+p=$!
+i=0
+while [ $i -lt 300 ] && kill -0 $p 2>/dev/null; do
+  if rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*src-addr [^ ]*:{port} "; then
+    : > {marker}; break
+  fi
+  sleep 0.1; i=$((i+1))
+done
+wait $p"""
+
+
+def rping_payload_problems(text, prefix, count, size):
+    """rping -v prints each buffer after the round trip; rping fills it with 'rdma-ping-N: '
+    and then ASCII 65..122 cyclically from 65 + N mod 58, NUL last. Checks every line. rping's
+    two normal stderr lines at disconnection may land inside a 64 KiB line of stdout (both go to
+    one file, stdout block-buffered): they are taken out first."""
+    text = re.sub(r"(server|client) DISCONNECT EVENT\.\.\.\n|wait for RDMA_\w+ state \d+\n", "", text)
+    lines = re.findall(rf"^{prefix}rdma-ping-(\d+): (.*)$", text, re.M)
+    problems = []
+    if len(lines) != count:
+        problems.append(f"{len(lines)} '{prefix}' lines, {count} expected")
+    for n, body in lines:
+        want_len = size - 1 - len(f"rdma-ping-{n}: ")
+        c = 65 + int(n) % 58
+        want = []
+        for _ in range(want_len):
+            want.append(chr(c))
+            c = 65 if c == 122 else c + 1
+        if body != "".join(want):
+            problems.append(f"ping {n}: payload differs from rping's pattern ({len(body)} of {want_len} bytes)")
+            break
+    return problems
+
+
+class Tool:
+    """One program run as server on one side and client on the other. Commands are format
+    strings: {port}, {bind} (the server side's address), {server} (the address the client
+    dials), {dev}."""
+
+    def __init__(self, name, server, client, check, timeout=60, port=None):
+        self.name, self.server, self.client, self.check = name, server, client, check
+        self.timeout, self.port = timeout, port
+
+
+def status_is(text, word="return status 0"):
+    return [] if word in text else [f"no '{word}'"]
+
+
+def tools():
+    def rping(count, size):
+        def check(srv, cli):
+            return (rping_payload_problems(cli, "ping data: ", count, size)
+                    + rping_payload_problems(srv, "server ping data: ", count, size))
+        return Tool(f"rping -S {size} -C {count}", f"rping -s -a {{bind}} -p {{port}} -v -V -S {size} -C {count}",
+                    f"rping -c -a {{server}} -p {{port}} -v -V -S {size} -C {count}", check)
+
+    def rstream(size, count, mode):
+        def check(srv, cli):
+            got = [ln for ln in cli.splitlines() if re.match(r"^custom\s", ln)]
+            return [] if got else ["no 'custom' result line from the client"]
+        opts = f"-S {size} -C {count} -T {mode} -T v"
+        return Tool(f"rstream {opts}", f"rstream -b {{bind}} -p {{port}} {opts}",
+                    f"rstream -s {{server}} -p {{port}} {opts}", check)
+
+    def perftest(srv, cli):
+        return [] if re.search(PERFTEST_OK, cli, re.M) and re.search(PERFTEST_OK, srv, re.M) else \
+            ["no result line on both sides"]
+
+    return [
+        rping(20, 64),
+        rping(5, 65535),
+        Tool("ucmatose -c 10 -C 10", "ucmatose -b {bind} -p {port} -c 10 -C 10",
+             "ucmatose -s {server} -p {port} -c 10 -C 10",
+             lambda s, c: status_is(s) + status_is(c) + status_is(c, "data transfers complete")),
+        Tool("udaddy -c 4 -C 10", "udaddy -b {bind} -c 4 -C 10", "udaddy -s {server} -c 4 -C 10",
+             lambda s, c: status_is(s) + status_is(c) + status_is(c, "data transfers complete"), port=UDADDY_PORT),
+        rstream(4096, 100, "b"),
+        rstream(65536, 20, "n"),
+        Tool("ib_send_bw -R -n 50", "ib_send_bw -d {dev} -R -F -n 50 -p {port}",
+             "ib_send_bw -d {dev} -R -F -n 50 -p {port} {server}", perftest, timeout=90),
+    ]
+
+
+# A connect to a port nobody listens on: the line each program prints for the event, its exit.
+REJECT_PROBES = [
+    ("rping", "rping -c -a {server} -p {port} -C 1", r"cma event (RDMA_CM_EVENT_\w+), error (-?\d+)"),
+    ("ucmatose", "ucmatose -s {server} -p {port} -c 1", r"event: (RDMA_CM_EVENT_\w+), error: (-?\d+)"),
+    ("udaddy", "udaddy -s {server} -c 1", r"event: (RDMA_CM_EVENT_\w+), error: (-?\d+)"),
+]
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.bed = bedlib.Bed(a.workdir, a.rnicd, log=self.say)
+        self.port = 20000 + os.getpid() % 20000
+        self.results, self.failures, self.failure_details, self.log = [], [], [], []
+        self.mads_by_label = {}  # run label -> its exchanges as the bridge saw them
+        self.reference = {}  # reject probe name -> (event, status, exit status) rxe gave against rxe
+        self.runs = []  # (port, label, wall-clock ns at its start): each run's MADs in the captures
+
+    def say(self, text):
+        if self.a.summary_first:
+            self.log.append(text)
+        else:
+            print(text, flush=True)
+
+    def add_run(self, port, label):
+        self.runs.append((port, label, time.time_ns()))
+
+    def next_port(self):
+        self.port += 1
+        return self.port
+
+    def record(self, phase, name, direction, ok, secs, detail, **extra):
+        detail = "\n".join(ln if len(ln) <= 400 else ln[:200] + f" ...({len(ln)} chars)... " + ln[-100:]
+                           for ln in detail.splitlines())
+        self.results.append({"phase": phase, "scenario": name, "direction": direction, "ok": ok,
+                             "seconds": round(secs, 1), "detail": detail, **extra})
+        sid = f"{phase}: {name}" + (f" [{direction}]" if direction else "")
+        if ok:
+            self.say(f"ok   {sid} ({secs:.1f} s) {detail}")
+        else:
+            self.failures.append(sid)
+            self.failure_details.append(f"FAIL {sid} ({secs:.1f} s)\n{detail}")
+            self.say(self.failure_details[-1])
+
+    def selected(self, name):
+        return not self.a.only or re.search(self.a.only, name)
+
+    # ---- the two sides ---------------------------------------------------------------------
+    def host_popen(self, cmd, timeout):
+        argv = self.bed.host_cmd(["timeout", "-k", "3", str(timeout), self.a.rnic_run, *cmd.split()])
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+
+    def rnicctl(self, *args):
+        r = subprocess.run([self.a.rnicctl, "--run-dir", self.bed.run_dir, "--json", *args], capture_output=True,
+                           text=True, timeout=15)
+        return json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else None
+
+    def host_ids(self):
+        return self.rnicctl("cm") or []
+
+    def host_listening(self, port):
+        return any(i.get("state") == "LISTEN" and str(i.get("src", "")).endswith(f":{port}") for i in self.host_ids())
+
+    def host_established(self, port):
+        return any(i.get("ib_state") == "ESTABLISHED" and (str(i.get("src", "")).endswith(f":{port}")
+                                                            or str(i.get("dst", "")).endswith(f":{port}"))
+                   for i in self.host_ids())
+
+    def cm_counters(self):
+        c = self.rnicctl("stat") or {}
+        return {k: v for k, v in c.items() if k.startswith(("cm_", "gsi_"))}
+
+    def vm_cm_counters(self):
+        """The kernel CM's counters of rxe0's port (ib_cm's sysfs: cm_tx_msgs, cm_tx_retries,
+        cm_rx_msgs, cm_rx_duplicates, each per message), as {"cm_tx_retries/req": n, ...}."""
+        rc, out = self.bed.vm_run("cd /sys/class/infiniband/rxe0/ports/1 && for d in cm_tx_msgs cm_tx_retries "
+                                  "cm_rx_msgs cm_rx_duplicates; do for f in $d/*; do echo \"$f $(cat $f)\"; done; done",
+                                  timeout=20)
+        return {k: int(v) for k, v in (ln.split() for ln in out.splitlines() if len(ln.split()) == 2)} if rc == 0 else {}
+
+    def vm_server(self, cmd, port, timeout):
+        """Starts `cmd` in the VM; returns (job, listening?) once rdma_cm lists it (bounded)."""
+        tag = f"listen.{self.bed.jobs + 1}"
+        job = self.bed.vm_job(VM_SERVER.format(cmd=f"timeout {timeout} {cmd}", port=port, marker=f"/host/{tag}"))
+        marker = os.path.join(self.bed.jobdir, tag)
+        end = time.monotonic() + 30
+        while not os.path.exists(marker) and job.rc() is None and time.monotonic() < end:
+            time.sleep(0.05)
+        return job, os.path.exists(marker)
+
+    @staticmethod
+    def communicate(proc, timeout):
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        return proc.returncode, out
+
+    def run_pair(self, server_cmd, client_cmd, port, direction, timeout):
+        """Server on one side, client on the other: (server rc, client rc, server out, client out).
+        rc None: did not end in time."""
+        vm_side = {"bind": "$RXE_IP", "server": bedlib.RNIC_IP, "dev": "rxe0", "port": port}
+        host_side = {"bind": bedlib.RNIC_IP, "server": bedlib.VM_IP, "dev": "rnic0", "port": port}
+        if direction == "vm-server":
+            job, up = self.vm_server(server_cmd.format(**vm_side), port, timeout)
+            if not up:
+                job.kill()
+                job.wait(5)
+                return job.rc(), None, job.output() + "\n(not listening within 30 s)", ""
+            host = self.host_popen(client_cmd.format(**host_side), timeout)
+            crc, cout = self.communicate(host, timeout + 10)
+            src = job.wait(timeout + 10)
+            if src is None:
+                job.kill()
+                job.wait(5)
+            return src, crc, job.output(), cout
+        host = self.host_popen(server_cmd.format(**host_side), timeout)
+        end = time.monotonic() + 30
+        while host.poll() is None and not self.host_listening(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        if host.poll() is not None or not self.host_listening(port):
+            host.kill()
+            rc, out = self.communicate(host, 10)
+            return rc, None, out + "\n(not listening within 30 s)", ""
+        job = self.bed.vm_job(f"timeout {timeout} {client_cmd.format(**vm_side)}")
+        crc = job.wait(timeout + 10)
+        if crc is None:
+            job.kill()
+            job.wait(5)
+        src, sout = self.communicate(host, timeout + 10)
+        return src, crc, sout, job.output()
+
+    # ---- phases ----------------------------------------------------------------------------
+    def phase_reference(self):
+        """Both ends in the VM over rxe0: the VM side works on its own, and what rxe reports."""
+        for t in tools():
+            if not self.selected(t.name):
+                continue
+            port = t.port or self.next_port()
+            v = {"bind": "$RXE_IP", "server": "$RXE_IP", "dev": "rxe0", "port": port}
+            server = VM_SERVER.format(cmd=f"timeout {t.timeout} {t.server.format(**v)} > /tmp/server.{port} 2>&1",
+                                      port=port, marker=f"/tmp/listen.{port}")
+            script = (f"(\n{server}\necho \"server rc $?\" >> /tmp/server.{port}\n) &\ns=$!\n"
+                      f"i=0; while [ ! -e /tmp/listen.{port} ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n"
+                      f"timeout {t.timeout} {t.client.format(**v)}; echo \"client rc $?\"\nwait $s\n"
+                      f"echo '--- server'; cat /tmp/server.{port}; rm -f /tmp/server.{port} /tmp/listen.{port}")
+            t0 = time.monotonic()
+            rc, out = self.bed.vm_run(script, timeout=2 * t.timeout + 20)
+            cli, _, srv = out.partition("--- server")
+            problems = t.check(srv, cli)
+            ok = rc == 0 and "client rc 0" in cli and "server rc 0" in srv and not problems
+            self.record("reference", t.name, "rxe-rxe", ok, time.monotonic() - t0,
+                        "server and client rc 0, data checked" if ok else f"job rc {rc}, {problems}\n{out[-3000:]}")
+        for name, cmd, pattern in REJECT_PROBES:
+            port = UDADDY_PORT if name == "udaddy" else self.next_port()
+            t0 = time.monotonic()
+            rc, out = self.bed.vm_run(f"timeout 30 {cmd.format(server='$RXE_IP', port=port)}; echo \"rc $?\"", 45)
+            m = re.search(pattern, out)
+            code = re.search(r"^rc (\d+)$", out, re.M)
+            if m and code:
+                self.reference[name] = (m.group(1), int(m.group(2)), int(code.group(1)))
+            self.record("reference", f"{name}: no listener", "rxe-rxe", name in self.reference, time.monotonic() - t0,
+                        f"{self.reference[name]}" if name in self.reference else out[-1500:])
+
+    def phase_tools(self):
+        for t in tools():
+            if not self.selected(t.name):
+                continue
+            for direction in ("vm-server", "vm-client"):
+                port = t.port or self.next_port()
+                self.add_run(port, f"{t.name} [{direction}]")
+                t0 = time.monotonic()
+                src, crc, sout, cout = self.run_pair(t.server, t.client, port, direction, t.timeout)
+                problems = t.check(sout, cout)
+                bad = [w for w in BAD_WORDS if w in sout + cout]
+                ok = src == 0 and crc == 0 and not problems and not bad
+                detail = "server and client rc 0, data checked" if ok else (
+                    f"server rc {src}, client rc {crc}, {problems} {bad}\n--- server\n{sout[-2500:]}\n"
+                    f"--- client\n{cout[-2500:]}")
+                self.record("tools", t.name, direction, ok, time.monotonic() - t0, detail, port=port)
+
+    def phase_reject(self):
+        for name, cmd, pattern in REJECT_PROBES:
+            if not self.selected(name):
+                continue
+            want = self.reference.get(name)
+            for direction in ("vm-server", "vm-client"):
+                port = UDADDY_PORT if name == "udaddy" else self.next_port()
+                self.add_run(port, f"{name}: no listener [{direction}]")
+                t0 = time.monotonic()
+                if direction == "vm-server":  # our client dials the VM, where nothing listens
+                    rc, out = self.communicate(self.host_popen(cmd.format(server=bedlib.VM_IP, port=port), 30), 40)
+                else:
+                    rc, out = self.bed.vm_run(f"timeout 30 {cmd.format(server=bedlib.RNIC_IP, port=port)}; "
+                                              "echo \"rc $?\"", 45)
+                    code = re.search(r"^rc (\d+)$", out, re.M)
+                    rc = int(code.group(1)) if code else None
+                m = re.search(pattern, out)
+                got = (m.group(1), int(m.group(2)), rc) if m else (None, None, rc)
+                ok = want is not None and got == want
+                self.record("reject", f"{name}: no listener", direction, ok, time.monotonic() - t0,
+                            f"{got[0]} status {got[1]}, exit {got[2]} (rxe against rxe: {want})" +
+                            ("" if ok else f"\n{out[-1500:]}"), port=port)
+
+    def phase_kill(self):
+        """rping without a count runs until one end goes; the VM's end is killed once rnicd's
+        CM shows the connection established. Our end must see DISCONNECTED and stop."""
+        bound = 30
+        for direction in ("vm-server", "vm-client"):
+            if not self.selected("rping: kill"):
+                continue
+            port = self.next_port()
+            self.add_run(port, f"rping: VM end killed [{direction}]")
+            t0 = time.monotonic()
+            if direction == "vm-server":
+                job, up = self.vm_server(f"rping -s -a $RXE_IP -p {port} -V", port, 120)
+                host = self.host_popen(f"rping -c -a {bedlib.VM_IP} -p {port} -V", 120) if up else None
+            else:
+                host = self.host_popen(f"rping -s -a {bedlib.RNIC_IP} -p {port} -V", 120)
+                end = time.monotonic() + 30
+                while host.poll() is None and not self.host_listening(port) and time.monotonic() < end:
+                    time.sleep(0.1)
+                job = self.bed.vm_job(f"timeout 120 rping -c -a {bedlib.RNIC_IP} -p {port} -V")
+            end = time.monotonic() + 30
+            while host and host.poll() is None and not self.host_established(port) and time.monotonic() < end:
+                time.sleep(0.1)
+            established = host is not None and host.poll() is None and self.host_established(port)
+            time.sleep(1.0)  # a few pings go through
+            job.kill()
+            killed = time.monotonic()
+            rc, out = self.communicate(host, bound) if host else (None, "")
+            took = time.monotonic() - killed
+            job.wait(10)
+            ended = rc is not None and took < bound
+            ok = established and ended and "DISCONNECT" in out
+            self.record("kill", "rping: VM end killed", direction, ok, time.monotonic() - t0,
+                        f"our rping ended {took:.2f} s after the kill (exit {rc}): "
+                        f"{' / '.join(ln for ln in out.splitlines() if 'EVENT' in ln or 'event' in ln) or out[-300:]}"
+                        + ("" if ok else f" (established {established})\n--- ours\n{out[-2000:]}\n--- VM\n"
+                           f"{job.output()[-1500:]}"), port=port)
+
+    def phase_loss(self):
+        """Enough connections that some MADs are lost both ways: ucmatose connects 20 at once,
+        rping a few times; each round both directions. Rounds repeat (at most 3) until rnicd
+        and rxe have each resent a MAD on timeout."""
+        before, vm_before = self.cm_counters(), self.vm_cm_counters()
+        t_phase = time.monotonic()
+        loss_tools = [
+            Tool("loss 2%: ucmatose -c 20 -C 10", "ucmatose -b {bind} -p {port} -c 20 -C 10",
+                 "ucmatose -s {server} -p {port} -c 20 -C 10",
+                 lambda s, c: status_is(s) + status_is(c) + status_is(c, "data transfers complete"), timeout=120),
+            Tool("loss 2%: rping -S 4000 -C 20", "rping -s -a {bind} -p {port} -v -V -S 4000 -C 20",
+                 "rping -c -a {server} -p {port} -v -V -S 4000 -C 20",
+                 lambda s, c: rping_payload_problems(c, "ping data: ", 20, 4000)
+                 + rping_payload_problems(s, "server ping data: ", 20, 4000), timeout=120),
+        ]
+        for rnd in range(1, 4):
+            for t in loss_tools:
+                if not self.selected(t.name):
+                    continue
+                for direction in ("vm-server", "vm-client"):
+                    port = self.next_port()
+                    self.add_run(port, f"{t.name} [{direction}] round {rnd}")
+                    t0 = time.monotonic()
+                    src, crc, sout, cout = self.run_pair(t.server, t.client, port, direction, t.timeout)
+                    problems = t.check(sout, cout)
+                    ok = src == 0 and crc == 0 and not problems
+                    self.record("loss", f"{t.name} (round {rnd})", direction, ok, time.monotonic() - t0,
+                                "server and client rc 0, data checked" if ok else
+                                f"server rc {src}, client rc {crc}, {problems}\n--- server\n{sout[-2500:]}\n"
+                                f"--- client\n{cout[-2500:]}", port=port)
+            after, vm_after = self.cm_counters(), self.vm_cm_counters()
+            ours = after.get("cm_mads_resent", 0) - before.get("cm_mads_resent", 0)
+            theirs = sum(v - vm_before.get(k, 0) for k, v in vm_after.items() if k.startswith("cm_tx_retries/"))
+            self.say(f"loss round {rnd}: rnicd cm_mads_resent {ours}, rxe cm_tx_retries {theirs}")
+            if ours and theirs:
+                break
+        from_us, to_us = self.bed.loss_counters()
+        self.bed.stop_capture()  # complete on disk for the count below
+        _, _, packets = cm_captures.mads(self.a.rnic_pcap, self.bed.cap_path)
+        _, resent, _ = cm_captures.exchanges(packets)
+        delta = lambda a, b: {k: v - b.get(k, 0) for k, v in sorted(a.items()) if v != b.get(k, 0)}  # noqa: E731
+        totals = {"rounds": rnd, "frames_dropped_from_rnicd": from_us, "frames_dropped_to_rnicd": to_us,
+                  "rnicd_counters": delta(after, before), "rxe_counters": delta(vm_after, vm_before),
+                  "capture": cm_captures.summary(packets, bedlib.RNIC_IP, bedlib.VM_IP)}
+        self.results.append({"phase": "loss", "scenario": "loss phase totals", **totals})
+        self.say(f"loss phase totals: {json.dumps(totals)}")
+        seen_ours = cm_captures.resent_total(resent, bedlib.RNIC_IP)
+        seen_theirs = cm_captures.resent_total(resent, bedlib.VM_IP)
+        ok = ours > 0 and theirs > 0 and from_us > 0 and to_us > 0 and seen_ours == ours
+        self.record("loss", "CM retransmission exercised", "", ok, time.monotonic() - t_phase,
+                    f"rnicd resent {ours} MADs (cm_mads_resent; the bridge saw {seen_ours}), rxe resent {theirs} "
+                    f"(cm_tx_retries; the bridge saw {seen_theirs}) in {rnd} round(s); the bridge dropped {from_us} "
+                    f"RoCEv2 frames from rnicd and {to_us} to it")
+
+    def phase_wire(self):
+        import cm_wire_checks  # the raw client lives in tests/system
+        cm_wire_checks.run(self)
+
+    # ---- captures ------------------------------------------------------------------------------
+    def list_exchanges(self, exchanges):
+        """Each run's exchanges: those on its port whose first MAD falls between its start and
+        the next run's (capture and runner share the host's clock)."""
+        starts = sorted(t for _, _, t in self.runs)
+        for port, label, t in self.runs:
+            later = [x for x in starts if x > t]
+            end = later[0] if later else float("inf")
+            seq = [e for e in exchanges if e.port == port and t <= e.start_ns < end]
+            if not seq:
+                continue
+            texts = [f"{'rnicd' if e.active == bedlib.RNIC_IP else 'rxe'}: {e.text()}" for e in seq]
+            self.say(f"  MADs {label} (port {port}): " + " | ".join(texts[:3])
+                     + (f" | ... {len(seq)} exchanges" if len(seq) > 3 else ""))
+            self.mads_by_label[label] = texts
+
+    def check_captures(self, captures):
+        for pcap in captures:
+            rc, failed, packets = cm_captures.mads(self.a.rnic_pcap, pcap)
+            exchanges, _, unmatched = cm_captures.exchanges(packets)
+            ok = rc == 0 and not failed and packets and not unmatched
+            self.say(f"rnic-pcap {os.path.basename(pcap)}: exit {rc}, {len(packets)} CM MADs decoded, "
+                     f"{len(exchanges)} exchanges, {len(unmatched)} unmatched, {len(failed)} failed")
+            if not ok:
+                self.failures.append(f"rnic-pcap {os.path.basename(pcap)}: exit {rc}, {len(packets)} MADs, "
+                                     f"failed {failed[:3]}, unmatched {len(unmatched)}")
+            if os.path.basename(pcap).startswith("bridge-"):
+                self.list_exchanges(exchanges)
+                checked, problems = interop_frames.check_capture(pcap, self.bed.rnicd_mac, bedlib.RNIC_IP,
+                                                                 bedlib.VM_IP, bedlib.VM_MAC)
+                self.say(f"rxe conventions: {checked} frames rnicd sent checked in {os.path.basename(pcap)}, "
+                         f"{len(problems)} problems")
+                if problems:
+                    self.failures.append(f"conventions {os.path.basename(pcap)}: {problems[:3]}")
+        r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "..", "system", "check_tshark_decode.py"),
+                            self.a.rnic_pcap, *captures], capture_output=True, text=True, timeout=900)
+        last = (r.stdout + r.stderr).strip().splitlines()
+        self.say(f"tshark/scapy: exit {r.returncode}: {last[-1] if last else ''}")
+        if r.returncode != 0:
+            self.failures.append("check_tshark_decode: " + " / ".join(last[-5:]))
+
+    def main(self):
+        phases = [p for p in PHASES if p in self.a.phases]
+        bedlib.Bed.preflight()
+        kernel = bedlib.kernel_image()
+        t0 = time.monotonic()
+        r = subprocess.run([os.path.join(HERE, "vm", "build-initramfs.sh"), self.a.cache], capture_output=True,
+                           text=True, timeout=600)
+        if r.returncode == 77:
+            raise bedlib.Skip(r.stderr.strip())
+        if r.returncode != 0:
+            raise RuntimeError(f"initramfs: {r.stderr}")
+        initrd = r.stdout.strip().splitlines()[-1]
+        self.say(f"initramfs {initrd} ({time.monotonic() - t0:.1f} s)")
+        self.bed.up(link_mtu=9000)
+        captures = []
+
+        def capture(name):
+            self.bed.stop_capture()
+            captures.append(os.path.join(self.a.workdir, f"bridge-{name}.pcap"))
+            self.bed.start_capture(captures[-1])
+
+        capture(phases[0])
+        captures.append(os.path.join(self.a.workdir, "rnicd.pcap"))
+        self.bed.start_rnicd(captures[-1])
+        boot = self.bed.start_vm(kernel, initrd, guest_mtu=9000)
+        self.say(f"VM up in {boot:.1f} s: rxe0 {self.bed.vm_env}, rnicd {bedlib.RNIC_IP} mac {self.bed.rnicd_mac}")
+        for phase in phases:
+            if phase == "loss":
+                capture("loss")
+                self.bed.loss(2)
+                try:
+                    self.phase_loss()
+                finally:
+                    self.bed.loss(0)
+            else:
+                getattr(self, f"phase_{phase}")()
+        self.bed.stop_vm()
+        rc = self.bed.stop_rnicd()
+        if rc != 0:
+            self.failures.append(f"rnicd exit status {rc}")
+        self.bed.stop_capture()
+        self.check_captures([c for c in captures if os.path.exists(c)])
+
+
+def write_markdown(path, results):
+    rows = ["| phase | scenario | VM server, rnicd client | VM client, rnicd server |", "| --- | --- | --- | --- |"]
+    seen = {}
+    for r in results:
+        if "direction" not in r:
+            continue
+        seen.setdefault((r["phase"], r["scenario"]), {})[r["direction"]] = r
+
+    def cell(r):
+        if not r:
+            return ""
+        return (f"pass ({r['seconds']} s)" if r["ok"] else "**FAIL**") + (
+            f": {r['detail'].splitlines()[0]}" if r["phase"] in ("reject", "kill") else "")
+
+    for (phase, name), d in seen.items():
+        if "rxe-rxe" in d or "" in d:
+            one = d.get("rxe-rxe") or d.get("")
+            rows.append(f"| {phase} | {name} | {cell(one)}: {one['detail'].splitlines()[0]} | |")
+        else:
+            rows.append(f"| {phase} | `{name}` | {cell(d.get('vm-server'))} | {cell(d.get('vm-client'))} |")
+    with open(path, "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rnicd", required=True)
+    ap.add_argument("--rnic-run", required=True)
+    ap.add_argument("--rnic-pcap", required=True)
+    ap.add_argument("--rnicctl", required=True)
+    ap.add_argument("--workdir", default=f"/tmp/rnic-interop-cm-{os.getpid()}")
+    ap.add_argument("--cache", default=os.environ.get("RNIC_INTEROP_CACHE", "/var/tmp/rnic-interop"))
+    ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    ap.add_argument("--only", help="regex over scenario names (tools, reject probes, 'rping: kill', loss tools)")
+    ap.add_argument("--markdown", help="also write the results as a Markdown table (docs/interop.md)")
+    ap.add_argument("--summary-first", action="store_true",
+                    help="hold the progress lines and print them after the verdict (CTest)")
+    a = ap.parse_args()
+    a.phases = [p for p in a.phases.split(",") if p]
+    unknown = [p for p in a.phases if p not in PHASES]
+    if unknown:
+        ap.error(f"unknown phases {unknown}")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    runner = Runner(a)
+    t0 = time.monotonic()
+    try:
+        runner.main()
+    except bedlib.Skip as e:
+        print("\n".join([f"SKIP: {e}"] + runner.log))
+        return 77
+    except Exception as e:  # a bed that does not come up is a failure, with its reason
+        import traceback
+        runner.say(traceback.format_exc())
+        runner.failures.append(f"{type(e).__name__}: {e}")
+    finally:
+        runner.bed.down()
+    with open(os.path.join(a.workdir, "results.json"), "w") as f:
+        json.dump({"runs": runner.results, "mads": runner.mads_by_label}, f, indent=1)
+    if a.markdown:
+        write_markdown(a.markdown, runner.results)
+    passed = sum(1 for r in runner.results if r.get("ok"))
+    verdict = [f"interop rdma_cm: {passed} runs passed in {time.monotonic() - t0:.0f} s; captures and results in "
+               f"{a.workdir}"]
+    if runner.failures:
+        verdict.append("FAILED: " + "; ".join(runner.failures))
+        for d in runner.failure_details[:2]:
+            lines = d.splitlines()
+            verdict += lines[:12] + (["  ..."] + lines[-12:] if len(lines) > 24 else lines[12:])
+    if a.summary_first:
+        print("\n".join(verdict + ["--- progress ---"] + runner.log + verdict), flush=True)
+    else:
+        print("\n".join(verdict), flush=True)
+    return 1 if runner.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
