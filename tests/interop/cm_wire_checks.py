@@ -29,7 +29,7 @@ def run(r):
                                 ("raw REJ with private data to ucmatose", reject_ucmatose, None),
                                 ("raw SIDR_REQ to udaddy", sidr_to_udaddy, UDADDY_PORT),
                                 ("udaddy to a raw UDP listener", udaddy_to_listener, UDADDY_PORT)):
-            if not r.selected(name):
+            if not r.selected(name) or not r.in_budget("wire", name):
                 continue
             port = fixed or r.next_port()
             r.add_run(port, f"wire: {name}")

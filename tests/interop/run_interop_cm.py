@@ -24,7 +24,9 @@ Every capture (the bridge's per phase, rnicd's own) must pass rnic-pcap and tsha
 (interop_frames.py), and each run's MAD exchange is listed from the bridge capture.
 
 Usage: run_interop_cm.py --rnicd PATH --rnic-run PATH --rnic-pcap PATH --rnicctl PATH
-                         [--workdir DIR] [--cache DIR] [--phases a,b] [--only REGEX] [--markdown FILE]
+                         [--workdir DIR] [--cache DIR] [--phases a,b] [--only REGEX] [--budget S]
+                         [--markdown FILE] [--summary-first]
+(tools/interop.sh cm fills in the first four from build/.)
 Exit 0 all passed, 1 a failure, 77 this machine cannot run the VM."""
 import argparse
 import json
@@ -184,6 +186,7 @@ class Runner:
         self.bed = bedlib.Bed(a.workdir, a.rnicd, log=self.say)
         self.port = 20000 + os.getpid() % 20000
         self.results, self.failures, self.failure_details, self.log = [], [], [], []
+        self.deadline = time.monotonic() + a.budget
         self.last_counters = {}
         self.races = 0  # runs repeated for a race inside the program under test (Tool.race)
         self.programs = 0  # names the host programs' output files and the VM's stderr files
@@ -238,6 +241,14 @@ class Runner:
 
     def selected(self, name):
         return not self.a.only or re.search(self.a.only, name)
+
+    def in_budget(self, phase, name, direction=""):
+        """False, with the run recorded as failed, once --budget seconds are spent: the CTest
+        timeout must find the bed torn down and the results written."""
+        if time.monotonic() < self.deadline:
+            return True
+        self.record(phase, name, direction, False, 0, f"not run: the time budget of {self.a.budget:.0f} s is spent")
+        return False
 
     # ---- the two sides ---------------------------------------------------------------------
     def host_popen(self, cmd, timeout):
@@ -327,7 +338,7 @@ class Runner:
     def phase_reference(self):
         """Both ends in the VM over rxe0: the VM side works on its own, and what rxe reports."""
         for t in tools():
-            if not self.selected(t.name):
+            if not self.selected(t.name) or not self.in_budget("reference", t.name, "rxe-rxe"):
                 continue
             port = t.port or self.next_port()
             v = {"bind": "$RXE_IP", "server": "$RXE_IP", "dev": "rxe0", "port": port}
@@ -345,6 +356,8 @@ class Runner:
             self.record("reference", t.name, "rxe-rxe", ok, time.monotonic() - t0,
                         "server and client rc 0, data checked" if ok else f"job rc {rc}, {problems}\n{out[-3000:]}")
         for name, cmd, pattern in REJECT_PROBES:
+            if not self.in_budget("reference", f"{name}: no listener", "rxe-rxe"):
+                continue
             port = UDADDY_PORT if name == "udaddy" else self.next_port()
             t0 = time.monotonic()
             rc, out = self.bed.vm_run(f"{self.vm_cmd(cmd.format(server='$RXE_IP', port=port), 30)}; echo \"rc $?\"", 45)
@@ -360,6 +373,8 @@ class Runner:
             if not self.selected(t.name):
                 continue
             for direction in ("vm-server", "vm-client"):
+                if not self.in_budget("tools", t.name, direction):
+                    continue
                 t0 = time.monotonic()
                 for attempt in range(1, 4):
                     port = t.port or self.next_port()
@@ -384,6 +399,8 @@ class Runner:
                 continue
             want = self.reference.get(name)
             for direction in ("vm-server", "vm-client"):
+                if not self.in_budget("reject", f"{name}: no listener", direction):
+                    continue
                 port = UDADDY_PORT if name == "udaddy" else self.next_port()
                 self.add_run(port, f"{name}: no listener [{direction}]")
                 t0 = time.monotonic()
@@ -406,7 +423,7 @@ class Runner:
         CM shows the connection established. Our end must see DISCONNECTED and stop."""
         bound = 30
         for direction in ("vm-server", "vm-client"):
-            if not self.selected("rping: kill"):
+            if not self.selected("rping: kill") or not self.in_budget("kill", "rping: VM end killed", direction):
                 continue
             port = self.next_port()
             self.add_run(port, f"rping: VM end killed [{direction}]")
@@ -458,6 +475,8 @@ class Runner:
                 if not self.selected(t.name):
                     continue
                 for direction in ("vm-server", "vm-client"):
+                    if not self.in_budget("loss", f"{t.name} (round {rnd})", direction):
+                        continue
                     port = self.next_port()
                     self.add_run(port, f"{t.name} [{direction}] round {rnd}")
                     t0 = time.monotonic()
@@ -621,6 +640,7 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("RNIC_INTEROP_CACHE", "/var/tmp/rnic-interop"))
     ap.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     ap.add_argument("--only", help="regex over scenario names (tools, reject probes, 'rping: kill', loss tools)")
+    ap.add_argument("--budget", type=float, default=420, help="seconds for the runs before the rest is skipped")
     ap.add_argument("--markdown", help="also write the results as a Markdown table (docs/interop.md)")
     ap.add_argument("--summary-first", action="store_true",
                     help="hold the progress lines and print them after the verdict (CTest)")
