@@ -50,6 +50,7 @@ PERFTEST_OK = r"^\s*\d+\s+\d+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+"
 BAD_WORDS = ("mismatch", "verification failed", "Failed", "failed", "Couldn't", "couldn't", "Unable",
              "error", "ERROR")
 UDADDY_PORT = 7174  # udaddy has no port option: rdma_cm's default port
+PERFTEST_RACE = r"Event: RDMA_CM_EVENT_REJECTED; error: 8\."  # see the ib_send_bw Tool
 
 # The VM runs the server in the background, says when rdma_cm lists its listening id (so the
 # client does not connect too early), then waits for it: the job's status is the program's.
@@ -136,7 +137,7 @@ def tools():
         # reuses the ids it just destroyed (a crash; perftest 23.04 reallocates them).
         Tool("ib_send_bw -R -n 50", "ib_send_bw -d {dev} -R -F -n 50 -p {port}",
              "ib_send_bw -d {dev} -R -F -n 50 -p {port} {server}", perftest, timeout=90,
-             race=r"Event: RDMA_CM_EVENT_REJECTED; error: 8\."),
+             race=PERFTEST_RACE),
     ]
 
 
@@ -289,7 +290,8 @@ class Runner:
         rc, out = self.bed.vm_run("cd /sys/class/infiniband/rxe0/ports/1 && for d in cm_tx_msgs cm_tx_retries "
                                   "cm_rx_msgs cm_rx_duplicates; do for f in $d/*; do echo \"$f $(cat $f)\"; done; done",
                                   timeout=20)
-        return {k: int(v) for k, v in (ln.split() for ln in out.splitlines() if len(ln.split()) == 2)} if rc == 0 else {}
+        pairs = (ln.split() for ln in out.splitlines())
+        return {p[0]: int(p[1]) for p in pairs if len(p) == 2} if rc == 0 else {}
 
     def vm_server(self, cmd, port, timeout):
         """Starts `cmd` in the VM; returns (job, listening?) once rdma_cm lists it (bounded)."""
@@ -419,41 +421,76 @@ class Runner:
                             ("" if ok else f"\n{out[-1500:]}"), port=port)
 
     def phase_kill(self):
-        """rping without a count runs until one end goes; the VM's end is killed once rnicd's
-        CM shows the connection established. Our end must see DISCONNECTED and stop."""
-        bound = 30
-        for direction in ("vm-server", "vm-client"):
-            if not self.selected("rping: kill") or not self.in_budget("kill", "rping: VM end killed", direction):
-                continue
-            port = self.next_port()
-            self.add_run(port, f"rping: VM end killed [{direction}]")
-            t0 = time.monotonic()
-            if direction == "vm-server":
-                job, up = self.vm_server(f"rping -s -a $RXE_IP -p {port} -V", port, 120)
-                host = self.host_popen(f"rping -c -a {bedlib.VM_IP} -p {port} -V", 120) if up else None
-            else:
-                host = self.host_popen(f"rping -s -a {bedlib.RNIC_IP} -p {port} -V", 120)
-                end = time.monotonic() + 30
-                while host.poll() is None and not self.host_listening(port) and time.monotonic() < end:
-                    time.sleep(0.1)
-                job = self.bed.vm_job(self.vm_cmd(f"rping -c -a {bedlib.RNIC_IP} -p {port} -V", 120))
+        """The VM's end goes away in mid-connection; our program must stop within a bound, not
+        hang. Killed: rping without a count runs until one end goes; the VM's kernel sends the
+        DREQ when the process dies, our end must see DISCONNECTED. Link cut: every frame to and
+        from rnicd dropped in the bridge, then the VM's program killed behind it; nothing more
+        arrives, so our end has only its own work requests: ib_send_bw -R -b (both ends keep
+        SENDs outstanding) must end with a completion error once the QP's retries run out. (A
+        program waiting for a message with nothing outstanding would wait forever on any RNIC:
+        RC has no keepalive, rping's ends take turns.)"""
+        runs = (("rping: VM end killed", "killed", 30, "rping -s -a {bind} -p {port} -V",
+                 "rping -c -a {server} -p {port} -V"),
+                ("ib_send_bw -R -b: link cut", "link cut", 90, "ib_send_bw -d {dev} -R -F -b -D 120 -p {port}",
+                 "ib_send_bw -d {dev} -R -F -b -D 120 -p {port} {server}"))
+        for name, how, bound, server, client in runs:
+            for direction in ("vm-server", "vm-client"):
+                if not self.selected(name) or not self.in_budget("kill", name, direction):
+                    continue
+                for attempt in range(1, 4):
+                    if self.kill_run(name, how, bound, server, client, direction, attempt):
+                        break
+                    self.say(f"     {name} [{direction}]: perftest's own race (attempt {attempt}), again")
+                    self.races += 1
+
+    def kill_run(self, name, how, bound, server, client, direction, attempt):
+        """One run; False when perftest lost its own connect race before anything was killed."""
+        port = self.next_port()
+        self.add_run(port, f"{name} [{direction}]")
+        vm_side = {"bind": "$RXE_IP", "server": bedlib.RNIC_IP, "dev": "rxe0", "port": port}
+        host_side = {"bind": bedlib.RNIC_IP, "server": bedlib.VM_IP, "dev": "rnic0", "port": port}
+        t0 = time.monotonic()
+        if direction == "vm-server":
+            job, up = self.vm_server(server.format(**vm_side), port, 300)
+            host = self.host_popen(client.format(**host_side), 300) if up else None
+        else:
+            host = self.host_popen(server.format(**host_side), 300)
             end = time.monotonic() + 30
-            while host and host.poll() is None and not self.host_established(port) and time.monotonic() < end:
+            while host.poll() is None and not self.host_listening(port) and time.monotonic() < end:
                 time.sleep(0.1)
-            established = host is not None and host.poll() is None and self.host_established(port)
-            time.sleep(1.0)  # a few pings go through
-            job.kill()
-            killed = time.monotonic()
+            job = self.bed.vm_job(self.vm_cmd(client.format(**vm_side), 300))
+        end = time.monotonic() + 30
+        while host and host.poll() is None and not self.host_established(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(2.0)  # traffic flows (perftest connects twice: its data QP comes second)
+        established = host is not None and host.poll() is None and self.host_established(port)
+        if not established and host is not None and host.poll() is not None and attempt < 3:
+            rc, out = host.finish(0)
+            if re.search(PERFTEST_RACE, out):
+                job.kill()
+                job.wait(10)
+                return False
+        if how == "link cut":
+            self.bed.cut(True)
+        job.kill()
+        gone = time.monotonic()
+        try:
             rc, out = host.finish(bound) if host else (None, "")
-            took = time.monotonic() - killed
-            job.wait(10)
-            ended = rc is not None and took < bound
-            ok = established and ended and "DISCONNECT" in out
-            self.record("kill", "rping: VM end killed", direction, ok, time.monotonic() - t0,
-                        f"our rping ended {took:.2f} s after the kill (exit {rc}): "
-                        f"{' / '.join(ln for ln in out.splitlines() if 'EVENT' in ln or 'event' in ln) or out[-300:]}"
-                        + ("" if ok else f" (established {established})\n--- ours\n{out[-2000:]}\n--- VM\n"
-                           f"{job.output()[-1500:]}"), port=port)
+        finally:
+            if how == "link cut":
+                self.bed.cut(False)
+        took = time.monotonic() - gone
+        job.wait(10)
+        ended = rc is not None and took < bound
+        said = [ln.strip() for ln in out.splitlines()
+                if re.search(r"EVENT|event|[Cc]ompletion|error|status", ln) and ln.strip()]
+        ok = established and ended and (("DISCONNECT" in out) if how == "killed" else bool(said))
+        self.record("kill", name, direction, ok, time.monotonic() - t0,
+                    f"our end stopped {took:.2f} s after (exit {rc}): {' / '.join(said[:3]) or out[-300:]}"
+                    + (f" (attempt {attempt})" if attempt > 1 else "")
+                    + ("" if ok else f" (established {established})\n--- ours\n{out[-2000:]}\n--- VM\n"
+                       f"{job.output()[-1500:]}"), port=port)
+        return True
 
     def phase_loss(self):
         """Enough connections that some MADs are lost both ways: ucmatose connects 20 at once,
@@ -583,7 +620,7 @@ class Runner:
             captures.append(os.path.join(self.a.workdir, f"bridge-{name}.pcap"))
             self.bed.start_capture(captures[-1])
 
-        capture(phases[0])
+        capture("main")  # every phase but loss
         captures.append(os.path.join(self.a.workdir, "rnicd.pcap"))
         self.bed.start_rnicd(captures[-1])
         boot = self.bed.start_vm(kernel, initrd, guest_mtu=9000)
@@ -607,7 +644,8 @@ class Runner:
 
 
 def write_markdown(path, results):
-    rows = ["| phase | scenario | VM server, rnicd client | VM client, rnicd server |", "| --- | --- | --- | --- |"]
+    rows = ["| phase | run | VM server, rnicd client (or the one run) | VM client, rnicd server |",
+            "| --- | --- | --- | --- |"]
     seen = {}
     for r in results:
         if "direction" not in r:
