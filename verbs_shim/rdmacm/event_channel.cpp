@@ -41,7 +41,7 @@ int Channel::create(Channel** out) try {
     e.data.fd = c->event_fd_;
     if (c->pub.fd < 0 || c->event_fd_ < 0 || epoll_ctl(c->pub.fd, EPOLL_CTL_ADD, c->event_fd_, &e) != 0) {
         const int err = errno;
-        delete c;
+        destroy(c);
         return err;
     }
     *out = c;
@@ -51,18 +51,58 @@ int Channel::create(Channel** out) try {
 }
 
 Channel::~Channel() {
+    if (pub.fd >= 0) close(pub.fd);
+}
+
+void Channel::release_locked() {
+    // Our ends go first, out of the epoll set, so the daemon's closing of its ends wakes nobody.
     for (Member& m : members_) {
         if (m.gone) continue;
-        (void)calls::destroy_channel(*m.dev, m.handle);
+        epoll_ctl(pub.fd, EPOLL_CTL_DEL, m.fd, nullptr);
         close(m.fd);
+        (void)calls::destroy_channel(*m.dev, m.handle);
     }
+    members_.clear();
     // Connection requests nobody took: their ids go, which rejects the peers (as the kernel
     // does for the requests queued on a closed rdma_cm file).
     for (const RawEvent& r : queue_)
         if (r.dev != nullptr && r.target == nullptr && r.ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && !is_dead(*r.dev))
             (void)calls::destroy_id(*r.dev, r.ev.id);
-    if (event_fd_ >= 0) close(event_fd_);
-    if (pub.fd >= 0) close(pub.fd);
+    queue_.clear();
+    more_ = false;
+    if (event_fd_ >= 0) {
+        epoll_ctl(pub.fd, EPOLL_CTL_DEL, event_fd_, nullptr);
+        close(event_fd_);
+        event_fd_ = -1;
+    }
+    signalled_ = false;
+}
+
+void Channel::destroy(Channel* c) {
+    bool last = false;
+    {
+        std::lock_guard lock(c->lock_);
+        c->destroyed_ = true;
+        c->release_locked();
+        last = c->users_ == 0;
+    }
+    if (last) delete c;
+}
+
+bool Channel::enter() {
+    std::lock_guard lock(lock_);
+    if (destroyed_) return false;
+    ++users_;
+    return true;
+}
+
+void Channel::leave() {
+    bool last = false;
+    {
+        std::lock_guard lock(lock_);
+        last = --users_ == 0 && destroyed_;
+    }
+    if (last) delete this;
 }
 
 int Channel::member(CmDevice& dev, uint32_t* handle) try {
@@ -148,7 +188,7 @@ void Channel::gone_locked(Member& m) {
 
 void Channel::settle_locked() {
     const bool want = !queue_.empty() || more_;
-    if (want == signalled_) return;
+    if (want == signalled_ || event_fd_ < 0) return;
     if (want) {
         const uint64_t one = 1;
         (void)!write(event_fd_, &one, sizeof one);
@@ -245,5 +285,5 @@ RNIC_EXPORT rdma_event_channel* rdma_create_event_channel() {
 }
 
 RNIC_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
-    delete Channel::of(channel);
+    if (channel != nullptr) Channel::destroy(Channel::of(channel));
 }

@@ -27,9 +27,19 @@ public:
     // 0, or what the descriptors' creation says. (Whether devices exist is the caller's
     // question: librdmacm asks it first.)
     static int create(Channel** out);
-    ~Channel();
+    // rdma_destroy_event_channel. A thread may still wait in rdma_get_cm_event on it (rping's
+    // event thread does while its main thread tears down): as a read blocked on the kernel's
+    // rdma_cm file stays blocked after another thread closes it, that thread is left waiting on
+    // an epoll set emptied of everything that could wake it, and the last such thread to leave
+    // frees the channel; none touches freed memory.
+    static void destroy(Channel* c);
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
+
+    // Bracket a call that may wait on the channel (rdma_get_cm_event). enter() is false for a
+    // destroyed channel; leave() may free it.
+    bool enter();
+    void leave();
 
     // The channel's handle on `dev`, made by the daemon on first use. ENODEV once that device
     // is gone.
@@ -60,6 +70,9 @@ private:
     };
 
     Channel() = default;
+    ~Channel();
+    // Lets go of everything but the epoll descriptor a waiter may still poll.
+    void release_locked();
     void fetch_locked(Member& m);
     void gone_locked(Member& m);
     void settle_locked();
@@ -67,6 +80,8 @@ private:
     int event_fd_ = -1;
     bool signalled_ = false;
     bool more_ = false;  // a fetch stopped at its bound: the daemon may hold more
+    bool destroyed_ = false;
+    int users_ = 0;  // threads between enter() and leave()
     std::mutex lock_;
     std::deque<RawEvent> queue_;
     std::vector<Member> members_;

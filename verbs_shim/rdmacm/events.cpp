@@ -170,6 +170,11 @@ bool process(const RawEvent& raw, EventRecord& rec) {
 }  // namespace
 
 int get_event(Channel& channel, rdma_cm_event** event) try {
+    if (!channel.enter()) return fail(EINVAL);
+    struct Leave {
+        Channel& c;
+        ~Leave() { c.leave(); }
+    } leave{channel};
     for (;;) {
         RawEvent raw;
         int rc = channel.take(raw);

@@ -68,7 +68,7 @@ int new_id(rdma_event_channel* channel, void* context, rdma_port_space ps, ibv_q
 void free_id(Id* id) {
     if (id->holds_pd) release_pd(*id->device);
     std::free(id->pub.route.path_rec);
-    if (id->sync) delete Channel::of(id->pub.channel);
+    if (id->sync) Channel::destroy(Channel::of(id->pub.channel));
     delete id;
 }
 
@@ -180,7 +180,7 @@ int migrate(Id& id, rdma_event_channel* channel) try {
     }
     Channel* from = Channel::of(id.pub.channel);
     auto undo = [&](int rc) {
-        if (sync) delete to;
+        if (sync) Channel::destroy(to);
         return rc;
     };
     std::vector<uint32_t> handles;
@@ -205,7 +205,7 @@ int migrate(Id& id, rdma_event_channel* channel) try {
             rdma_ack_cm_event(id.pub.event);
             id.pub.event = nullptr;
         }
-        delete from;
+        Channel::destroy(from);
     }
     id.sync = sync;
     // The events the application holds must be acknowledged before they could be confused

@@ -342,7 +342,7 @@ TEST_CASE("an event channel's descriptor is readable exactly while events wait: 
     CHECK(out.ev.id == 2);
     CHECK_FALSE(readable(fd));
     close(outer);
-    delete ch;
+    Channel::destroy(ch);
 }
 
 TEST_CASE("rdma_get_cm_event blocks until an event, or says EAGAIN on an O_NONBLOCK descriptor") {
@@ -395,7 +395,27 @@ TEST_CASE("rdma_get_cm_event blocks until an event, or says EAGAIN on an O_NONBL
     ch->post(removal_for(dev, gone, 5));
     REQUIRE(fcntl(ch->pub.fd, F_SETFL, O_NONBLOCK) == 0);
     CHECK(failure([&] { return rdma_get_cm_event(&ch->pub, &event); }) == Failure{-1, EAGAIN});
-    delete ch;
+    Channel::destroy(ch);
+}
+
+TEST_CASE("a thread waiting in rdma_get_cm_event while another destroys the channel stays waiting") {
+    // rping's event thread is blocked in rdma_get_cm_event while its main thread destroys the id
+    // and the channel, then returns from main: on Linux the blocked read stays blocked. Here
+    // too, and the channel's memory stays valid for it; the descriptor it polls is not closed.
+    Channel* ch = nullptr;
+    REQUIRE(Channel::create(&ch) == 0);
+    const int fd = ch->pub.fd;
+    std::atomic<int> returned{0};
+    std::thread waiter([&] {
+        rdma_cm_event* event = nullptr;
+        returned = rdma_get_cm_event(&ch->pub, &event) == 0 ? 1 : 2;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Channel::destroy(ch);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(returned == 0);
+    CHECK(fcntl(fd, F_GETFD) >= 0);  // still open: a number the application could get back is not polled
+    waiter.detach();                 // it waits until the process ends, as on Linux
 }
 
 TEST_CASE("without a device: ENODEV where librdmacm's ucma_init fails, EINVAL before it") {
@@ -493,7 +513,7 @@ TEST_CASE("bad arguments get rdma-core's errno") {
     CHECK(rdma_get_src_port(cm) == 0);
     CHECK(rdma_get_dst_port(nullptr) == 0);
     CHECK(rdma_get_local_addr(cm)->sa_family == AF_UNSPEC);
-    delete ch;
+    Channel::destroy(ch);
 }
 
 TEST_CASE("rdma_event_str names every event as librdmacm does") {
