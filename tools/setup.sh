@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config git
-  catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev
+  catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev librdmacm-dev
   clang libclang-rt-14-dev libbpf-dev
   tshark python3 python3-scapy
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev

@@ -8,7 +8,11 @@ the drop-in directory (verbs_shim/lib of the build tree) and requires that
   * the loader reports no "undefined symbol" and no "version `X' not found" line at all,
     i.e. every symbol and version node the program imports is there.
 Then it runs each perftest benchmark with --help and requires its usage text, which
-proves the loader is satisfied for real (ldd only traces).
+proves the loader is satisfied for real (ldd only traces). Last, the libraries that replace
+rdma-core's whole (librdmacm.so.1) must export exactly what Debian's does: the same defined
+dynamic symbols at the same versions (`nm -D --defined-only --with-symbol-versions`) and the
+same version nodes with the same parents, so even a BIND_NOW program that binds everything at
+load finds each symbol.
 
 Exit 0 pass, 1 failure (each reason printed), 77 skip (packages not installed)."""
 import argparse
@@ -20,6 +24,9 @@ import sys
 PACKAGES = ("perftest", "ibverbs-utils", "rdmacm-utils")
 PERFTEST_HELP = ("ib_write_bw", "ib_send_lat", "ib_atomic_bw", "ib_read_bw", "ib_send_bw",
                  "ib_write_lat", "ib_read_lat", "ib_atomic_lat")
+# Drop-ins whose export list is rdma-core's own, symbol for symbol.
+EXACT_EXPORTS = ("librdmacm.so.1",)
+SYSTEM_LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 PROBLEM = re.compile(r"undefined symbol|symbol .* not found|version `[^']*' not found|not found")
 
 
@@ -39,6 +46,45 @@ def package_programs(pkg):
 def needed(prog):
     out = subprocess.run(["readelf", "-d", prog], capture_output=True, text=True, check=True)
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out.stdout)
+
+
+def defined_symbols(lib):
+    out = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", lib],
+                         capture_output=True, text=True, check=True)
+    return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+
+
+def version_definitions(lib):
+    """[(node, parent or None)] from objdump -p, the file's own name (index 1) left out."""
+    out = subprocess.run(["objdump", "-p", lib], capture_output=True, text=True, check=True)
+    nodes, inside = [], False
+    for line in out.stdout.splitlines():
+        if line.startswith("Version definitions:"):
+            inside = True
+            continue
+        if inside:
+            if not line.strip() or line.startswith("Version References"):
+                break
+            fields = line.split()
+            if line.startswith("\t") or line.startswith(" "):
+                if nodes:
+                    nodes[-1] = (nodes[-1][0], fields[0])
+            elif len(fields) == 4 and fields[1] != "0x01":
+                nodes.append((fields[3], None))
+    return nodes
+
+
+def compare_exports(name, ours, theirs):
+    problems = []
+    mine, debian = defined_symbols(ours), defined_symbols(theirs)
+    for sym in sorted(debian - mine):
+        problems.append(f"{name}: {sym} missing (Debian's {theirs} defines it)")
+    for sym in sorted(mine - debian):
+        problems.append(f"{name}: {sym} exported but not by Debian's {theirs}")
+    if version_definitions(ours) != version_definitions(theirs):
+        problems.append(f"{name}: version nodes {version_definitions(ours)} differ from Debian's "
+                        f"{version_definitions(theirs)}")
+    return problems, len(debian)
 
 
 def main():
@@ -93,10 +139,22 @@ def main():
             failures.append(f"{prog} --help: no usage text (exit {res.returncode}): "
                             f"{text.strip()[:300]}")
 
+    exact = []
+    for name in EXACT_EXPORTS:
+        theirs = os.path.join(SYSTEM_LIB_DIR, name)
+        if name not in ours or not os.path.exists(theirs):
+            failures.append(f"{name}: not in {lib_dir}" if name not in ours else
+                            f"{theirs}: not installed (its package is in tools/setup.sh)")
+            continue
+        problems, count = compare_exports(name, os.path.join(lib_dir, name), theirs)
+        failures += problems
+        exact.append(f"{name} ({count} symbols)")
+
     for f in failures:
         print("FAIL:", f)
     print(f"{checked} programs linked against {sorted(ours)} checked with ldd -r, "
-          f"{len(PERFTEST_HELP)} perftest --help runs, {len(failures)} failures")
+          f"{len(PERFTEST_HELP)} perftest --help runs, exports identical to Debian's: "
+          f"{', '.join(exact) or 'none'}, {len(failures)} failures")
     return 1 if failures else 0
 
 

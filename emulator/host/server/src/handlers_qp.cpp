@@ -84,6 +84,12 @@ void HostService::Impl::on_create_qp(Request& rq, const CreateQpRequest& req) {
     if (req.srq) init.srq = req.srq;
     init.cap = {req.cap.max_send_wr, req.cap.max_recv_wr, req.cap.max_send_sge, req.cap.max_recv_sge,
                 req.cap.max_inline_data};
+    // As rxe does, a send queue takes inline data as large as its scatter list (16 bytes an
+    // entry) even when less was asked: rdma-core's rdma_xclient posts 16 inline bytes on a QP
+    // created with max_inline_data 0. The grant comes back in the reply's caps.
+    const uint64_t by_sges =
+        std::min<uint64_t>(uint64_t{req.cap.max_send_sge} * 16, engine.query_device().limits.max_inline_data);
+    init.cap.max_inline_data = std::max(init.cap.max_inline_data, static_cast<uint32_t>(by_sges));
     init.sq_sig_all = req.sq_sig_all != 0;
     if (int rc = charge(s, Resource::Qps); rc) return rq.fail(rc);
     const auto info = engine.create_qp(init);
