@@ -29,6 +29,25 @@ constexpr AccessFlags read_right(bool remote) noexcept {
     return remote ? kAccessRemoteRead : AccessFlags{0};
 }
 
+// Stores bytes the way a NIC's DMA lands them: each byte once, and, for the end of an access,
+// its last bytes after everything before them. glibc's memcpy may store a block's tail early
+// and again at the end (overlapping vector stores), so an application polling the last byte of
+// an RDMA WRITE (riostream, many RDMA programs) that writes its next value there at once saw
+// that value overwritten by the second store of the old one.
+void place(uint8_t* dst, const uint8_t* src, uint64_t bytes, bool end_of_access) noexcept {
+    constexpr uint64_t kTail = 8;
+    const uint64_t head = end_of_access ? bytes - std::min(bytes, kTail) : bytes;
+    std::memcpy(dst, src, head);
+    if (head == bytes) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_sfence();  // memcpy's non-temporal stores, if any, before the tail
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+    volatile uint8_t* tail = dst + head;
+    for (uint64_t i = 0; i < bytes - head; ++i) tail[i] = src[head + i];
+}
+
 }  // namespace
 
 AccessError MemoryTable::lookup(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
@@ -92,8 +111,9 @@ AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::sp
         return count(err, remote);
     }
     auto copy = [&] {
-        for_each_page(*e, va, src.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
-            std::memcpy(reinterpret_cast<void*>(host), src.data() + offset, bytes);
+        const uint64_t total = src.size();
+        for_each_page(*e, va, total, [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
+            place(reinterpret_cast<uint8_t*>(host), src.data() + offset, bytes, offset + bytes == total);
         });
     };
     return guarded(copy) ? AccessError::None : count(AccessError::Fault, remote);

@@ -1,5 +1,7 @@
 #include "requester.hpp"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -134,7 +136,9 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
     } else {
         payload = std::min(mtu, w.length - std::min(offset, w.length));
         if (info.has(kExtReth)) spec.ext.reth = Reth{w.remote_addr, w.rkey, w.length};
-        if (info.has(kExtImmDt)) spec.ext.immdt = ImmDt{w.imm_data};
+        // The WR's immediate is in network order (ibv_send_wr's __be32): its bytes go out as
+        // they are, and ImmDt holds the value they read as.
+        if (info.has(kExtImmDt)) spec.ext.immdt = ImmDt{be32toh(w.imm_data)};
         if (info.has(kExtIeth)) spec.ext.ieth = Ieth{w.invalidate_rkey};
         if (info.has(kExtDeth)) {
             // IBA 10.2.5: a Q_Key with the high bit set means "use the QP's own Q_Key".

@@ -1,5 +1,7 @@
 #include "responder.hpp"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -394,7 +396,7 @@ void Responder::complete_recv(QueuePair& qp, WcOpcode opcode, uint32_t byte_len,
     wc.qp_num = qp.qpn;
     wc.src_qp = f.ext.deth ? f.ext.deth->src_qp : qp.attr.dest_qp_num;
     if (f.ext.immdt) {
-        wc.imm_data = f.ext.immdt->value;
+        wc.imm_data = htobe32(f.ext.immdt->value);  // ibv_wc's __be32: the wire's bytes
         wc.wc_flags |= WcFlag::WithImm;
     }
     if (f.ext.ieth) {
