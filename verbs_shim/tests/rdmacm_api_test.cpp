@@ -293,7 +293,7 @@ TEST_CASE("RC over rdma_cm: private data both ways, QP states, the rdma_verbs.h 
     }
 }
 
-TEST_CASE("a reject with private data reaches the client; no listener is reason 8", "[api]") {
+TEST_CASE("a reject with private data reaches the client, and no listener is reason 8", "[api]") {
     Pair p(env("RNIC_TEST_IP"));
     ibv_qp_init_attr attr = rc_attr();
     REQUIRE(rdma_create_qp(p.client, nullptr, &attr) == 0);
