@@ -16,7 +16,8 @@ captures then pass rnic-pcap (ICRC of every frame, every MAD to QP 1 decoded) an
 traffic and the CM messages REQ, REP, RTU, DREQ, DREP, REJ, SIDR_REQ, SIDR_REP.
 Second bed: both daemons in one run directory (rnic0, rnic1), as one host with two RNICs: a
 client with -I <rnic1's address> connects from rnic1, one without a source to rnic0's own
-address from rnic0 (looped back), counted by the daemons' cm_req_sent; a connected rping client
+address from rnic0 (looped back), counted by the daemons' cm_req_sent; ucmatose on 0.0.0.0
+listens on both devices (a client to rnic1's address finds it there); a connected rping client
 whose rnicd is SIGKILLed gets DEVICE_REMOVAL (or its flushed QP) and exits, never hangs (its
 server is told only if it had work in flight, as on Linux); a listening rping whose rnicd is
 SIGKILLed gets DEVICE_REMOVAL.
@@ -296,6 +297,21 @@ def device_choice(label, server_ip, source, device, other):
         print(f"FAIL {label}: REQs sent before {before}, after {after}", flush=True)
 
 
+def wildcard_on_every_device(label, ip_b):
+    """ucmatose listening on 0.0.0.0 on the second bed: the library listens on both devices, so a
+    client connecting to rnic1's address (looped back on rnic1) finds the listener there."""
+    global passed
+    before = counter("rnic1", "cm_req_received")
+    p = next_port()
+    if run_pair(label, ["ucmatose", "-p", p], ["ucmatose", "-s", ip_b, "-p", p], DATA_OK, DATA_OK, p) is None:
+        return
+    after = counter("rnic1", "cm_req_received")
+    if after != before + 1:
+        passed -= 1
+        failures.append(f"{label}: rnic1 received {after - before} REQs")
+        print(f"FAIL {label}: rnic1 received {after - before} REQs, not 1", flush=True)
+
+
 def check_captures(expected_opcodes, expected_mads):
     """Both captures: every frame's ICRC sound and every MAD to QP 1 decoded (rnic-pcap fails a
     frame otherwise), the data opcodes and the CM messages of the runs present."""
@@ -392,6 +408,8 @@ try:
                   env_words["ip_b"], "rnic1", "rnic0")
     device_choice("rping to rnic0's own address without a source: rnic0, looped back", env_words["ip_a"], None,
                   "rnic0", "rnic1")
+    wildcard_on_every_device("ucmatose on 0.0.0.0 listens on both devices (a client on rnic1's address)",
+                             env_words["ip_b"])
     daemon_killed("rping with the client's rnicd SIGKILLed", env_words["ip_a"], env_words["ip_b"])
     listener_removed("rping -s listening when its own rnicd is SIGKILLed", env_words["ip_a"])
     bed("down")
