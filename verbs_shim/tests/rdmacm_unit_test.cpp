@@ -127,7 +127,7 @@ TEST_CASE("socket addresses convert to the CM's form and back, port and scope in
     CHECK(address_length(reinterpret_cast<sockaddr*>(&in6)) == sizeof(sockaddr_in6));
 }
 
-TEST_CASE("wildcards stay per family; an IPv4 address given as ::ffff:a.b.c.d is the same address") {
+TEST_CASE("wildcards stay per family, and an IPv4 address given as ::ffff:a.b.c.d is the same address") {
     CHECK(is_any(v4("0.0.0.0")));
     CHECK(is_any(v6("::")));
     CHECK_FALSE(is_any(v4("10.0.0.1")));
