@@ -294,7 +294,7 @@ int finish_opening(const RsocketPtr& rs, bool nonblock) {
 int accept_one(const RsocketPtr& l) {
     rdma_cm_id* id = nullptr;
     if (rdma_get_request(l->cm_id, &id) != 0) return errno == EAGAIN ? 0 : -1;
-    auto rs = std::make_shared<Rsocket>(SOCK_STREAM, l.get());
+    auto rs = make_rsocket(SOCK_STREAM, l.get());
     rs->cm_id = id;
     const rdma_conn_param request = id->event->param.conn;
     const auto data = decode_conn_data({static_cast<const uint8_t*>(request.private_data), request.private_data_len});
@@ -343,7 +343,7 @@ RNIC_EXPORT int rsocket(int domain, int type, int protocol) {
     // Datagram rsockets exchange addresses over a UDP socket on the RDMA device's IP address,
     // which rnicd's addresses are not (they belong to no kernel interface): not offered.
     if (type == SOCK_DGRAM) return fail(ENOTSUP);
-    auto rs = std::make_shared<Rsocket>(type, nullptr);
+    auto rs = make_rsocket(type, nullptr);
     if (rs->wake_fd < 0) return -1;
     if (rdma_create_id(nullptr, &rs->cm_id, rs.get(), RDMA_PS_TCP) != 0) return -1;
     rs->cm_id->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);

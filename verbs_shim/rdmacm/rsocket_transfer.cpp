@@ -231,6 +231,9 @@ ssize_t send_stream(const RsocketPtr& rs, const iovec* iov, size_t count, int fl
     const bool nonblock = rs->nonblocking(flags);
     if (rs->in(st::opening) && finish_opening(rs, nonblock) != 0) return -1;
     if (!has_endpoint(*rs)) return fail(ENOTCONN);
+    // Shut down for writing here (rdma-core sends on while credits last): EPIPE, as send(2)
+    // says, without the signal; the peer gone: ECONNRESET, as rdma-core says.
+    if (!rs->in(st::writable)) return fail(rs->in(st::connected) ? EPIPE : ECONNRESET);
     size_t total = 0;
     if ((count != 0 && iov == nullptr) || !total_length(iov, count, &total)) return fail(EINVAL);
     std::unique_lock lock(rs->mu);
