@@ -335,7 +335,11 @@ int accept_one(const RsocketPtr& l) {
 
 using namespace rnic::rdmacm::rsock;
 
-RNIC_EXPORT int rsocket(int domain, int type, int protocol) {
+RNIC_EXPORT int rsocket(int domain, int type_and_flags, int protocol) {
+    // socket(2)'s flags in the type are taken (rdma-core refuses them, so programs that ask for
+    // SOCK_CLOEXEC, Python's among them, got kernel sockets from librspreload): SOCK_NONBLOCK is
+    // O_NONBLOCK; the socket's descriptor is close-on-exec in any case.
+    const int type = type_and_flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
     if ((domain != AF_INET && domain != AF_INET6 && domain != AF_IB) || (type != SOCK_STREAM && type != SOCK_DGRAM) ||
         (type == SOCK_STREAM && protocol != 0 && protocol != IPPROTO_TCP) ||
         (type == SOCK_DGRAM && protocol != 0 && protocol != IPPROTO_UDP))
@@ -348,7 +352,8 @@ RNIC_EXPORT int rsocket(int domain, int type, int protocol) {
     if (rdma_create_id(nullptr, &rs->cm_id, rs.get(), RDMA_PS_TCP) != 0) return -1;
     rs->cm_id->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);
     const int fd = rs->cm_id->channel->fd;
-    if (set_nonblock(fd, true) != 0 || insert(rs, fd) < 0) {
+    if ((type_and_flags & SOCK_NONBLOCK) != 0) rs->fd_flags.store(O_NONBLOCK);
+    if (set_nonblock(fd, true) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || insert(rs, fd) < 0) {
         const int err = errno;
         release(*rs);
         return fail(err);

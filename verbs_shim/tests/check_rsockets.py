@@ -14,7 +14,7 @@ message and RDMA WRITE crosses the veth. First bed, veth MTU 9000 (path MTU 4096
   probe    options and their read-back, MSG_PEEK/MSG_WAITALL, vectored I/O, half-close, a
            non-blocking connect and accept through rpoll, refused connects, riomap at an
            offset, rselect beside a pipe, keepalives on an idle connection, a peer SIGKILLed
-           under a blocked rrecv
+           under a blocked rrecv; and plain POSIX socket calls under Debian's librspreload
 Then both captures must pass rnic-pcap (ICRC of every frame, MADs decoded), hold the opcodes
 rsockets use (WRITE WITH IMMEDIATE, plain WRITE for riowrite and keepalives, the CM's MADs),
 every immediate must carry an rsocket op with a sane argument, and keepalives (zero-length
@@ -174,6 +174,22 @@ def probe_pair(scenario, ip, mtu, timeout=60):
     p = next_port()
     run_pair(f"probe {scenario}", [probe, "server", ip, p, scenario, mtu], [probe, "client", ip, p, scenario, mtu],
              rf"^server {scenario}: 0 failures", rf"^client {scenario}: 0 failures", timeout)
+
+
+PRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
+
+
+def probe_preload(ip):
+    """The POSIX socket calls under Debian's librspreload (its socket() becomes rsocket(), poll()
+    rpoll(), ...): plain programs talk RDMA through our library."""
+    if not os.path.exists(PRELOAD):
+        fail("probe plain under librspreload", f"{PRELOAD} is missing (Debian's librdmacm1)")
+        return
+    p = next_port()
+    pre = ["env", f"LD_PRELOAD={PRELOAD}", probe]
+    run_pair("probe plain under librspreload (socket, bind, accept, connect, poll, send, recv, shutdown)",
+             [*pre, "server", ip, p, "plain"], [*pre, "client", ip, p, "plain"], r"^server plain: 0 failures",
+             r"^client plain: 0 failures")
 
 
 def probe_refused(ip):
@@ -352,6 +368,7 @@ try:
     probe_pair("basic", ip6, "4096")
     probe_refused(ip)
     probe_peer_death(ip)
+    probe_preload(ip)
     bed("down")
     check_captures()
 

@@ -2,7 +2,8 @@
 // check_rsockets.py: socket options and their read-back, MSG_PEEK and MSG_WAITALL, vectored
 // I/O, a half-close, a nonblocking connect and accept through rpoll, a refused connect (blocking
 // and not), riomap at an explicit offset, rselect beside a pipe, keepalives on an idle
-// connection, and a peer that dies under a blocked rrecv.
+// connection, a peer that dies under a blocked rrecv; and (scenario plain) the POSIX socket
+// calls, which rdma-core's librspreload turns into rsockets.
 //   rsocket_probe server|client ADDRESS PORT SCENARIO
 // Prints "ok ..." per check and "FAIL ..." per failure; exit status: the failures (0 = all ok).
 #include <arpa/inet.h>
@@ -445,6 +446,58 @@ void peerdeath_client(const sockaddr_storage& ss) {
     pause();  // killed by the test
 }
 
+// --- plain: the POSIX socket calls, for librspreload to turn into rsockets ------------------
+
+constexpr size_t kPlainBytes = 4 * 1024 * 1024 + 3;
+
+void plain_server(const sockaddr_storage& ss) {
+    const int l = socket(ss.ss_family, SOCK_STREAM, 0);
+    int on = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    check(bind(l, reinterpret_cast<const sockaddr*>(&ss), length_of(ss)) == 0 && listen(l, 1) == 0,
+          "bind and listen (an rnicd address, no kernel interface's)", err(errno));
+    std::printf("listening\n");
+    std::fflush(stdout);
+    const int s = accept(l, nullptr, nullptr);
+    check(s >= 0, "accept", err(errno));
+    std::vector<uint8_t> got(kPlainBytes);
+    size_t n = 0;
+    while (n < got.size()) {
+        pollfd p{s, POLLIN, 0};
+        if (poll(&p, 1, 20000) != 1) break;
+        const ssize_t k = recv(s, got.data() + n, got.size() - n, 0);
+        if (k <= 0) break;
+        n += static_cast<size_t>(k);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += got[i] != static_cast<uint8_t>(i * 31 + 7);
+    check(n == kPlainBytes && bad == 0, "recv through poll: 4 MiB intact",
+          std::to_string(n) + " bytes, " + std::to_string(bad) + " bad");
+    char end;
+    check(recv(s, &end, 1, 0) == 0, "end of stream after the client's shutdown");
+    check(send(s, "thanks", 6, 0) == 6, "send");
+    close(s);
+    close(l);
+}
+
+void plain_client(const sockaddr_storage& ss) {
+    const int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    check(connect(s, reinterpret_cast<const sockaddr*>(&ss), length_of(ss)) == 0, "connect", err(errno));
+    std::vector<uint8_t> data(kPlainBytes);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31 + 7);
+    size_t n = 0;
+    while (n < data.size()) {
+        const ssize_t k = send(s, data.data() + n, data.size() - n, 0);
+        if (k <= 0) break;
+        n += static_cast<size_t>(k);
+    }
+    check(n == data.size(), "send 4 MiB");
+    check(shutdown(s, SHUT_WR) == 0, "shutdown SHUT_WR");
+    char buf[8] = {};
+    check(recv(s, buf, 6, MSG_WAITALL) == 6 && std::memcmp(buf, "thanks", 6) == 0, "the answer");
+    close(s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -457,7 +510,9 @@ int main(int argc, char** argv) {
     const sockaddr_storage ss = address(argv[2], argv[3]);
     const std::string scenario = argv[4];
     const int mtu = argc > 5 ? std::atoi(argv[5]) : 4096;
-    if (server) {
+    if (scenario == "plain") {
+        (server ? plain_server : plain_client)(ss);
+    } else if (server) {
         const int l = listen_on(ss, scenario == "nonblock");
         if (scenario == "basic")
             basic_server(l, mtu);
