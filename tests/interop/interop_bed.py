@@ -179,6 +179,15 @@ class Bed:
             self.nsx("nft", "-f", "-", input="table bridge rnicix_loss {\n chain drop_roce {\n"
                      "  type filter hook forward priority 0;\n" + rules + " }\n}\n")
 
+    def cut(self, on):
+        """Drops every RoCEv2 frame to and from rnicd in the bridge (a peer gone without a word)."""
+        self.nsx("nft", "delete", "table", "bridge", "rnicix_cut", check=False)
+        if on:
+            self.nsx("nft", "-f", "-", input="table bridge rnicix_cut {\n chain drop_roce {\n"
+                     "  type filter hook forward priority 0;\n"
+                     f"  iifname \"{VETH_BR}\" udp dport 4791 drop\n  oifname \"{VETH_BR}\" udp dport 4791 drop\n"
+                     " }\n}\n")
+
     def loss_counters(self):
         """(frames dropped on their way from rnicd, frames dropped on their way to rnicd)."""
         text = self.nsx("nft", "list", "table", "bridge", "rnicix_loss", check=False)

@@ -2,10 +2,12 @@
 client library or librdmacm: a control session (Hello), then CM channels and ids. Layouts are
 those of cm.hpp's structs (CmAddress 24 bytes, CmConnParam 276, CmEvent 380, CmQueryReply 108,
 CmInitQpAttrReply 108)."""
+import errno
 import os
 import select
 import socket
 import struct
+import time
 
 MAGIC = 0x434E5252
 ABI_VERSION = 3
@@ -150,13 +152,23 @@ class CmSess:
         return attr
 
     def next_event(self, channel, timeout=10.0):
-        """Waits for the channel's byte, then takes the oldest event; None on timeout."""
+        """The oldest event, waiting up to `timeout` for one: as the library does, the socket is a
+        wake-up (readable while events wait; its bytes are drained, not counted, since a reader far
+        behind may find the daemon's bytes dropped on a full socket) and GetEvent runs until EAGAIN."""
         fd = self.channels[channel]
-        r, _, _ = select.select([fd], [], [], timeout)
-        if not r:
-            return None
-        os.read(fd, 1)
-        st, body, _ = self.call(GET_EVENT, struct.pack("<II", channel, 0))
-        if st != 0:
-            raise OSError(st, f"GetEvent: {os.strerror(st)}")
-        return Event(body)
+        deadline = time.monotonic() + timeout
+        while True:
+            st, body, _ = self.call(GET_EVENT, struct.pack("<II", channel, 0))
+            if st == 0:
+                return Event(body)
+            if st != errno.EAGAIN:
+                raise OSError(st, f"GetEvent: {os.strerror(st)}")
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            os.set_blocking(fd, False)
+            try:
+                while os.read(fd, 4096):
+                    pass
+            except BlockingIOError:
+                pass

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "engine_fixture.hpp"
+#include "rnic/wire/byte_order.hpp"
+#include "rnic/wire/parser.hpp"
 
 using namespace rnic::test;
 namespace sim = rnic::sim;
@@ -69,6 +71,40 @@ TEST_CASE("UC: a lost packet loses its message, the next message arrives intact"
     CHECK(rc[0].byte_len == 2000);
     REQUIRE(std::memcmp(t.a.buf.data() + 4096, t.b.buf.data(), 2000) == 0);
     CHECK(t.b.e().qp_counters(t.b.qpn)->uc_dropped_messages >= 1);
+}
+
+TEST_CASE("The immediate: ibv_send_wr's bytes on the wire, the wire's in ibv_wc", "[engine][ud]") {
+    // imm_data is __be32 in ibv_send_wr and ibv_wc: its bytes in memory are the wire's. rxe
+    // sends udaddy's QPN 0x11 (htobe32) as 00 00 00 11, and udaddy reads it back with be32toh.
+    const std::vector<uint8_t> bytes{0x00, 0x01, 0x00, 0x15};
+    std::vector<uint8_t> on_wire;
+    sim::LinkConfig link;
+    link.drop_filter = [&](std::span<const uint8_t> f) {
+        if (auto p = rnic::wire::parse_frame(f); p && p->ext.immdt) {
+            on_wire.resize(4);
+            rnic::wire::store_be32(on_wire.data(), p->ext.immdt->value);
+        }
+        return false;
+    };
+    TwoNodes t(13, link);
+    t.setup(8192);
+    QpOptions o;
+    o.type = QpType::Ud;
+    t.connect(o);
+    REQUIRE(t.b.e().post_recv(t.b.qpn, RecvWr{1, {{t.b.addr(), 40 + 64, t.b.mr.lkey}}}) == 0);
+    SendWr s = make_wr(WrOpcode::SendWithImm, 9, {{t.a.addr(), 64, t.a.mr.lkey}});
+    s.ah = t.ah_a_to_b;
+    s.remote_qpn = t.b.qpn;
+    s.remote_qkey = o.qkey;
+    std::memcpy(&s.imm_data, bytes.data(), 4);
+    REQUIRE(t.a.e().post_send(t.a.qpn, s) == 0);
+    auto rc = t.wait_cq(t.b, t.b.recv_cq, 1);
+    REQUIRE(rc.size() == 1);
+    CHECK((rc[0].wc_flags & WcFlag::WithImm) != 0);
+    CHECK(on_wire == bytes);
+    std::vector<uint8_t> completed(4);
+    std::memcpy(completed.data(), &rc[0].imm_data, 4);
+    CHECK(completed == bytes);
 }
 
 TEST_CASE("UD SEND: Q_Key, GRH in the receive buffer, source QP", "[engine][ud]") {

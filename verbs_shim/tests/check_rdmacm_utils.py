@@ -3,19 +3,23 @@
 librdmacm.so.1 and libibverbs.so.1 (rnic-run): connections made by rdma_cm, the IB CM on QP 1
 of each daemon, never a TCP side channel.
 
-The bed: tools/testbed.sh with both daemons capturing, each in its own run directory (run-a,
+First bed: tools/testbed.sh with both daemons capturing, each in its own run directory (run-a,
 run-b; both devices are rnic0), so each program sees one device: servers run in namespace A on
-rnic0 (10.x.0.1, fd77::1), clients in namespace B on the other rnicd, and every CM message and
-data packet crosses the veth. Over IPv4 and IPv6: rping -v -V -C 100 (and -S up to 64 KiB, its
+rnic0 (10.x.0.1, fd85::1), clients in namespace B on the other rnicd, and every CM message and
+data packet crosses the veth. Over IPv4 and IPv6: rping -v -V -C 100 (and -S up to 65535, its
 data checked by rping -V), ucmatose (one and ten connections), udaddy, rdma_server/rdma_client;
-over IPv4 only rdma_xserver/rdma_xclient (RC; the server cannot bind IPv6), ib_send_bw -R and
-ib_write_lat -R (perftest asks for AF_INET under -R); an IPv6 wildcard listener taking an IPv4
-client. Then what must fail cleanly: a
-connection to a port nobody listens on is REJECTED; a client whose own rnicd is SIGKILLed under
-rping gets DEVICE_REMOVAL (or a failed completion) and exits, never hangs, and its server
-exits too; a listening rping whose rnicd is SIGKILLed gets DEVICE_REMOVAL (on a second bed). Both captures of the first bed pass rnic-pcap (ICRC of every
-frame, every MAD to QP 1 decoded) and hold the CM's MADs (UD SEND ONLY to QP 1) and the RC
-traffic.
+over IPv4 only rping -q (the application moves its own QP: rdma_init_qp_attr, rdma_establish),
+ucmatose -m (rdma_migrate_id), rdma_xserver/rdma_xclient (RC; the server cannot bind IPv6),
+ib_send_bw -R and ib_write_lat -R (perftest asks for AF_INET under -R); an IPv6 wildcard
+listener taking an IPv4 client; a connection to a port nobody listens on is REJECTED. Both
+captures then pass rnic-pcap (ICRC of every frame, every MAD to QP 1 decoded) and hold the RC
+traffic and the CM messages REQ, REP, RTU, DREQ, DREP, REJ, SIDR_REQ, SIDR_REP.
+Second bed: both daemons in one run directory (rnic0, rnic1), as one host with two RNICs: a
+client with -I <rnic1's address> connects from rnic1, one without a source to rnic0's own
+address from rnic0 (looped back), counted by the daemons' cm_req_sent; a connected rping client
+whose rnicd is SIGKILLed gets DEVICE_REMOVAL (or its flushed QP) and exits, never hangs (its
+server is told only if it had work in flight, as on Linux); a listening rping whose rnicd is
+SIGKILLed gets DEVICE_REMOVAL.
 A run passes when both sides exit 0 and print their success line, and neither prints an error.
 Usage: check_rdmacm_utils.py TESTBED RNICD RNIC_RUN RNIC_PCAP [--quick] [--summary-first]"""
 import io
@@ -52,11 +56,45 @@ def bed(*args, timeout=60):
     return r.stdout
 
 
+# The second bed puts both daemons in one run directory (rnic0 in A, rnic1 in B), as one host
+# with two RNICs: every program then sees both, and the library picks the device by address.
+one_run_dir = False
+
+
+def run_dir(side):
+    return f"{state}/run" if one_run_dir else f"{state}/run-{side}"
+
+
 def on(side, args):
-    """`args` in namespace `side` (a: the server's, b: the client's) on that side's rnicd only,
-    its stdout line-buffered so that a run killed for hanging still shows how far it got."""
-    return ["ip", "netns", "exec", f"{name}-{side}", rnic_run, "--run-dir", f"{state}/run-{side}",
-            "stdbuf", "-oL", *args]
+    """`args` in namespace `side` (a: the server's, b: the client's) on that side's rnicd only
+    (on the second bed: in A, seeing both), its stdout line-buffered so that a run killed for
+    hanging still shows how far it got."""
+    ns = "a" if one_run_dir else side
+    return ["ip", "netns", "exec", f"{name}-{ns}", rnic_run, "--run-dir", run_dir(side), "stdbuf", "-oL", *args]
+
+
+def rnicctl(device, *command):
+    tool = os.path.join(os.path.dirname(rnic_pcap), "rnicctl")
+    r = subprocess.run([tool, "--run-dir", run_dir("a"), "-d", device, *command], capture_output=True, text=True,
+                       timeout=10, stdin=subprocess.DEVNULL)
+    return r.stdout
+
+
+def counter(device, counter_name):
+    m = re.search(rf"^\s*{counter_name} (\d+)$", rnicctl(device, "stat"), re.M)
+    return int(m.group(1)) if m else -1
+
+
+def listening(port, timeout=20):
+    """Waits until rnicd on A has an rdma_cm id listening on `port` (rnicctl cm); False if none
+    does within `timeout` s."""
+    want = re.compile(rf"state LISTEN .* src \S+:{port} ")
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if want.search(rnicctl("rnic0", "cm")):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def next_port():
@@ -95,16 +133,28 @@ class Program:
         return "".join(self.chunks)
 
 
-def run_pair(label, server_args, client_args, server_ok, client_ok, timeout=120, settle=1.0):
-    """Server on A, then (after `settle` s for its listen) the client on B. Both must exit 0,
-    print their success pattern and no error word."""
+def run_pair(label, server_args, client_args, server_ok, client_ok, port, timeout=120, retry_race=False):
+    """Server on A, then, once it listens on `port`, the client on B. Both must exit 0, print
+    their success pattern and no error word. `retry_race`: perftest -R connects its QPs right
+    after its own data exchange, racing the server's second rdma_listen (a loaded machine loses
+    it: REJECTED, reason 8, on Linux too); such a run is tried once more."""
     global passed
     started = time.monotonic()
     server = Program(server_args)
-    time.sleep(settle)
+    if not listening(port):
+        failures.append(f"{label}: the server never listened on {port}")
+        print(f"FAIL {label}: no listener\n{server.output()[-2000:]}", flush=True)
+        return None
     try:
         client = subprocess.run(on("b", client_args), capture_output=True, text=True, timeout=timeout,
                                 stdin=subprocess.DEVNULL)
+        client_out = client.stdout + client.stderr
+        if retry_race and "RDMA_CM_EVENT_REJECTED; error: 8" in client_out:
+            server.output()  # it would wait for the QP connection that lost the race
+            time.sleep(0.5)  # its session (and listener) reclaimed by rnicd
+            print(f"     {label}: the client's QP connection beat the server's listen (REJECTED 8): again",
+                  flush=True)
+            return run_pair(label, server_args, client_args, server_ok, client_ok, port, timeout)
         server_rc, server_out = server.finish(timeout)
     except subprocess.TimeoutExpired as e:
         server_out = server.output()
@@ -112,7 +162,6 @@ def run_pair(label, server_args, client_args, server_ok, client_ok, timeout=120,
         failures.append(f"{label}: timed out after {timeout} s")
         print(f"FAIL {label}: timed out\n--- client\n{out[-2000:]}\n--- server\n{server_out[-2000:]}", flush=True)
         return None
-    client_out = client.stdout + client.stderr
     bad = [w for w in BAD_WORDS if w in client_out + server_out]
     ok = (client.returncode == 0 and server_rc == 0 and re.search(client_ok, client_out, re.M)
           and re.search(server_ok, server_out, re.M) and not bad)
@@ -131,7 +180,7 @@ def rping(label, server_ip, count, size=None):
     extra = ["-S", str(size)] if size else []
     res = run_pair(label, ["rping", "-s", "-a", server_ip, "-p", p, "-v", "-V", "-C", str(count), *extra],
                    ["rping", "-c", "-a", server_ip, "-p", p, "-v", "-V", "-C", str(count), *extra],
-                   r"server ping data: rdma-ping", r"ping data: rdma-ping")
+                   r"server ping data: rdma-ping", r"ping data: rdma-ping", p)
     if res is None:
         return
     pings = len(re.findall(r"^ping data: rdma-ping-", res[0], re.M))
@@ -162,52 +211,56 @@ def expect_failure(label, args, expect, limit=30):
     print(f"ok   {label}: exit {r.returncode} in {time.monotonic() - started:.1f} s, {m.group(0)!r}", flush=True)
 
 
-def daemon_killed(label, server_ip, limit=60):
+def daemon_killed(label, server_ip, client_source, limit=30):
     """rping with many iterations; after 2 s the client's rnicd (B) is SIGKILLed. The client must
-    report the loss and exit non-zero: DEVICE_REMOVAL, or its QP's flushed work first (rping then
-    stops in its ERROR state, 11); the server loses its peer (its RC retries run out: ~17 s with
-    the CM's default ACK timeout) and exits too; neither hangs."""
+    report the loss and exit non-zero within `limit` s: DEVICE_REMOVAL, or its QP's flushed work
+    first (rping then stops in its ERROR state, 11). Its server is told only if it had work in
+    flight (its RC retries run out, ~17 s with the CM's default ACK timeout): one that waits for
+    the client's next message waits for ever, as Linux's would (the CM has no keepalive and the
+    dead daemon sends no DREQ), so it is reported, then killed."""
     global passed
     p = next_port()
     args = ["-a", server_ip, "-p", p, "-v", "-C", "1000000"]
     server = Program(["rping", "-s", *args])
-    time.sleep(1)
-    # Read as it runs: a client stalled on a full pipe would leave nothing in flight when its
-    # daemon dies, and an idle server learns of a vanished peer no sooner than Linux's would
-    # (never: the CM has no keepalive; only a QP's retries time out).
-    client = Program(["rping", "-c", *args], side="b")
+    listening(p)
+    # Read as it runs: a client stalled on a full pipe would have nothing in flight.
+    client = Program(["rping", "-c", *args, "-I", client_source], side="b")
     time.sleep(2)
     with open(f"{state}/rnicd-b.pid") as f:
         os.kill(int(f.read()), 9)
     killed = time.monotonic()
     try:
         client_rc, client_out = client.finish(limit)
-        client_took = time.monotonic() - killed
-        server_rc, server_out = server.finish(limit)
     except subprocess.TimeoutExpired:
         client_out, server_out = client.output(), server.output()
-        failures.append(f"{label}: still running {limit} s after the daemon died")
+        failures.append(f"{label}: the client still runs {limit} s after its daemon died")
         print(f"FAIL {label}: hung\n--- client\n{client_out[-1500:]}\n--- server\n{server_out[-1500:]}", flush=True)
         return
-    server_took = time.monotonic() - killed
+    client_took = time.monotonic() - killed
+    try:
+        server_rc, _ = server.finish(25)  # its retries end at ~17 s
+        server_note = f"server exited {server_rc} {time.monotonic() - killed:.1f} s after the kill"
+    except subprocess.TimeoutExpired:
+        server.output()
+        server_rc, server_note = None, "server idle (no work in flight), still waiting after 25 s"
     told = re.search(r"cma detected device removal|cq completion failed status \d+|wait for \w+ state 11", client_out)
     pinged = "ping data: rdma-ping" in client_out
-    if client_rc == 0 or told is None or not pinged or server_rc < 0:
-        failures.append(f"{label}: client {client_rc} server {server_rc}, told {bool(told)}, "
-                        f"pinged {pinged}")
-        print(f"FAIL {label}\n--- client\n{client_out[-1500:]}\n--- server\n{server_out[-1500:]}", flush=True)
+    if client_rc <= 0 or told is None or not pinged or (server_rc is not None and server_rc < 0):
+        failures.append(f"{label}: client {client_rc} server {server_rc}, told {bool(told)}, pinged {pinged}")
+        print(f"FAIL {label}\n--- client\n{client_out[-1500:]}", flush=True)
         return
     passed += 1
-    print(f"ok   {label}: client exited {client_rc} {client_took:.1f} s after the kill ({told.group(0)!r}), "
-          f"server {server_rc} after {server_took:.1f} s", flush=True)
+    print(f"ok   {label}: client exited {client_rc} {client_took:.1f} s after the kill ({told.group(0)!r}); "
+          f"{server_note}", flush=True)
 
 
 def listener_removed(label, server_ip, limit=20):
     """rping -s listening on A; A's rnicd is SIGKILLed: the listening id gets DEVICE_REMOVAL
     (rping prints it) and the server exits with an error instead of waiting for ever."""
     global passed
-    server = Program(["rping", "-s", "-a", server_ip, "-p", next_port(), "-C", "1"])
-    time.sleep(1)
+    p = next_port()
+    server = Program(["rping", "-s", "-a", server_ip, "-p", p, "-C", "1"])
+    listening(p)
     with open(f"{state}/rnicd-a.pid") as f:
         os.kill(int(f.read()), 9)
     killed = time.monotonic()
@@ -223,6 +276,24 @@ def listener_removed(label, server_ip, limit=20):
         return
     passed += 1
     print(f"ok   {label}: DEVICE_REMOVAL, exit {rc} {time.monotonic() - killed:.1f} s after the kill", flush=True)
+
+
+def device_choice(label, server_ip, source, device, other):
+    """rping on the second bed, where the client sees both devices: its REQ must leave from
+    `device` (the one owning its source address, or the destination itself), not from `other`."""
+    global passed
+    before = {d: counter(d, "cm_req_sent") for d in (device, other)}
+    p = next_port()
+    source_args = ["-I", source] if source else []
+    if run_pair(label, ["rping", "-s", "-a", server_ip, "-p", p, "-C", "3", "-v"],
+                ["rping", "-c", "-a", server_ip, "-p", p, "-C", "3", "-v", *source_args],
+                r"server ping data", r"ping data", p) is None:
+        return
+    after = {d: counter(d, "cm_req_sent") for d in (device, other)}
+    if after[device] != before[device] + 1 or after[other] != before[other]:
+        passed -= 1
+        failures.append(f"{label}: REQs sent before {before}, after {after}")
+        print(f"FAIL {label}: REQs sent before {before}, after {after}", flush=True)
 
 
 def check_captures(expected_opcodes, expected_mads):
@@ -266,31 +337,42 @@ try:
         bind = ["-b", ip] if family == "IPv6" else []
         p = next_port()
         run_pair(f"ucmatose ({family})", ["ucmatose", "-p", p, *bind], ["ucmatose", "-s", ip, "-p", p], DATA_OK,
-                 DATA_OK)
+                 DATA_OK, p)
         p = next_port()
         run_pair(f"ucmatose -c 10 ({family})", ["ucmatose", "-p", p, "-c", "10", *bind],
-                 ["ucmatose", "-s", ip, "-p", p, "-c", "10"], DATA_OK, DATA_OK)
-        run_pair(f"udaddy ({family})", ["udaddy", *bind], ["udaddy", "-s", ip], DATA_OK, DATA_OK)
+                 ["ucmatose", "-s", ip, "-p", p, "-c", "10"], DATA_OK, DATA_OK, p)
+        run_pair(f"udaddy ({family})", ["udaddy", *bind], ["udaddy", "-s", ip], DATA_OK, DATA_OK, "7174")
         p = next_port()
         run_pair(f"rdma_server/rdma_client ({family})", ["rdma_server", "-p", p, *(["-s", ip] if bind else [])],
-                 ["rdma_client", "-s", ip, "-p", p], r"rdma_server: end 0", r"rdma_client: end 0")
+                 ["rdma_client", "-s", ip, "-p", p], r"rdma_server: end 0", r"rdma_client: end 0", p)
         if family == "IPv4":
+            # rping -q moves its own QP with rdma_init_qp_attr and sends the RTU with
+            # rdma_establish; ucmatose -m migrates every id to a new channel.
+            p = next_port()
+            run_pair("rping -q (the application's own QP: rdma_init_qp_attr, rdma_establish)",
+                     ["rping", "-s", "-q", "-a", ip, "-p", p, "-v", "-V", "-C", "10"],
+                     ["rping", "-c", "-q", "-a", ip, "-p", p, "-v", "-V", "-C", "10"], r"server ping data",
+                     r"ping data: rdma-ping-9", p)
+            p = next_port()
+            run_pair("ucmatose -m -c 3 (rdma_migrate_id)", ["ucmatose", "-m", "-p", p, "-c", "3"],
+                     ["ucmatose", "-m", "-s", ip, "-p", p, "-c", "3"], DATA_OK, DATA_OK, p)
             # rdma_xserver has no bind option: it listens on 0.0.0.0 only.
             p = next_port()
             run_pair("rdma_xserver/rdma_xclient RC", ["rdma_xserver", "-p", p], ["rdma_xclient", "-s", ip, "-p", p],
-                     r"rdma_xserver: end 0", r"rdma_xclient: end 0")
+                     r"rdma_xserver: end 0", r"rdma_xclient: end 0", p)
             # perftest 4.5-0.17 asks rdma_getaddrinfo for AF_INET only under -R.
             p = next_port()
             n = ["-n", "100"] if quick else ["-n", "1000"]
             run_pair("ib_send_bw -R", ["ib_send_bw", "-R", "-F", "-p", p, *n],
-                     ["ib_send_bw", "-R", "-F", "-p", p, *n, ip], PERFTEST_BW_OK, PERFTEST_BW_OK)
+                     ["ib_send_bw", "-R", "-F", "-p", p, *n, ip], PERFTEST_BW_OK, PERFTEST_BW_OK, p, retry_race=True)
             p = next_port()
             run_pair("ib_write_lat -R", ["ib_write_lat", "-R", "-F", "-p", p, "-n", "100"],
-                     ["ib_write_lat", "-R", "-F", "-p", p, "-n", "100", ip], PERFTEST_LAT_OK, PERFTEST_LAT_OK)
+                     ["ib_write_lat", "-R", "-F", "-p", p, "-n", "100", ip], PERFTEST_LAT_OK, PERFTEST_LAT_OK, p,
+                     retry_race=True)
     # A listener on :: without AFONLY takes IPv4 connections too, as Linux's.
     p = next_port()
     run_pair("ucmatose server on :: takes an IPv4 client", ["ucmatose", "-p", p, "-b", "::"],
-             ["ucmatose", "-s", env_words["ip_a"], "-p", p], DATA_OK, DATA_OK)
+             ["ucmatose", "-s", env_words["ip_a"], "-p", p], DATA_OK, DATA_OK, p)
     # Nobody listens on the port: the server's CM rejects (reason 8, invalid service ID).
     expect_failure("ucmatose to a port nobody listens on is REJECTED",
                    ["ucmatose", "-s", env_words["ip_a"], "-p", next_port()], r"RDMA_CM_EVENT_REJECTED, error: \d+")
@@ -302,10 +384,15 @@ try:
                     "RC_RDMA_READ_RESPONSE_ONLY", "RC_ACKNOWLEDGE"},
                    {"CM REQ", "CM REP", "CM RTU", "CM DREQ", "CM DREP", "CM REJ", "CM SIDR_REQ", "CM SIDR_REP"})
 
-    # A daemon dies under a connection: events, never a hang (a bed of its own: the killed
-    # daemon's capture would end mid-frame).
-    bed("up", "--daemons", "both", "--rnicd", rnicd)
-    daemon_killed("rping with the client's rnicd SIGKILLed", env_words["ip_a"])
+    # One host, two devices: the library picks the device; then daemons die under connections
+    # (a bed of its own: a killed daemon's capture would end mid-frame).
+    one_run_dir = True
+    bed("up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd)
+    device_choice("rping -I <rnic1's address>: the client's id on rnic1 (its source's device)", env_words["ip_a"],
+                  env_words["ip_b"], "rnic1", "rnic0")
+    device_choice("rping to rnic0's own address without a source: rnic0, looped back", env_words["ip_a"], None,
+                  "rnic0", "rnic1")
+    daemon_killed("rping with the client's rnicd SIGKILLed", env_words["ip_a"], env_words["ip_b"])
     listener_removed("rping -s listening when its own rnicd is SIGKILLed", env_words["ip_a"])
     bed("down")
 except Exception as e:  # a bed that does not come up is a failure, with its reason

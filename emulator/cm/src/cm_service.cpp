@@ -246,16 +246,12 @@ int CmService::migrate_id(uint32_t owner, uint32_t id, uint32_t channel, uint32_
 }
 
 void CmService::destroy_owner(uint32_t owner, uint64_t now_ns) {
-    for (;;) {
-        Id* victim = nullptr;
-        for (const auto& [h, p] : impl_->ids)
-            if (p->owner == owner && p->listener == 0) {
-                victim = p.get();
-                break;
-            }
-        if (!victim) break;
-        impl_->destroy_ib(*victim, now_ns);
-    }
+    // Untaken connection requests go with their listener.
+    std::vector<uint32_t> victims;
+    for (const auto& [h, p] : impl_->ids)
+        if (p->owner == owner && p->listener == 0) victims.push_back(h);
+    for (uint32_t h : victims)
+        if (const auto it = impl_->ids.find(h); it != impl_->ids.end()) impl_->destroy_ib(*it->second, now_ns);
     std::erase_if(impl_->channels, [&](const auto& kv) { return kv.second.owner == owner; });
 }
 

@@ -267,8 +267,9 @@ TEST_CASE("a disconnect reclaims everything the session owned") {
     CHECK(before["sessions"][0]["segments"] == 1);  // released, but its MR keeps it mapped
     CHECK(before["sessions"][0]["channels"] == 1);
     CHECK(before["qps"].size() == 2);
-    const nlohmann::json held = {{"sessions", 1}, {"pds", 1}, {"mrs", 1},      {"cqs", 1},     {"qps", 2},
-                                 {"srqs", 1},     {"ahs", 1}, {"channels", 1}, {"segments", 1}};
+    const nlohmann::json held = {{"sessions", 1}, {"pds", 1},      {"mrs", 1},       {"cqs", 1},
+                                 {"qps", 2},      {"srqs", 1},     {"ahs", 1},       {"channels", 1},
+                                 {"segments", 1}, {"cm_ids", 0},   {"cm_channels", 0}};
     CHECK(before["objects"] == held);
 
     c->close_now();
@@ -462,7 +463,8 @@ TEST_CASE("Stats gives the QP list in pages that fit a message, whatever the num
     const auto one = stats(abi::kStatsQps, created[123]);  // how `rnicctl stat qp N` asks
     REQUIRE_FALSE(one["qps"].empty());
     CHECK(one["qps"][0]["qpn"] == created[123]);
-    CHECK(rig.call(c, Op::Stats, abi::StatsRequest{4, 0}).header.status == EINVAL);
+    CHECK(rig.call(c, Op::Stats, abi::StatsRequest{8, 0}).header.status == EINVAL);
+    CHECK(rig.call(c, Op::Stats, abi::StatsRequest{abi::kStatsCmIds, 0}).header.status == 0);
 }
 
 TEST_CASE("the socket file: a live daemon is not replaced, a stale file is") {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the interop VM's initramfs (gzip'ed newc cpio) from installed Debian packages only:
-# busybox-static, linux-image-amd64 (rdma_rxe and its dependencies), ibverbs-providers (the
-# rxe provider), ibverbs-utils and perftest (the programs under test) and iproute2's `rdma`.
+# busybox-static, linux-image-amd64 (rdma_rxe, rdma_ucm and their dependencies), ibverbs-providers
+# (the rxe provider), ibverbs-utils, rdmacm-utils and perftest (the programs under test, with
+# librdmacm1) and iproute2's `rdma`.
 #
 #   build-initramfs.sh CACHE_DIR      prints the path of CACHE_DIR/initramfs-<kver>.cpio.gz
 #
@@ -18,12 +19,12 @@ for k in $(ls -1 /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|/boot/vmlinuz-||' | 
     if [[ -e /lib/modules/$k/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko ]]; then kver=$k; break; fi
 done
 [[ -n $kver ]] || { echo "build-initramfs: no /boot/vmlinuz-*-amd64 with rdma_rxe.ko (apt-get install linux-image-amd64)" >&2; exit 77; }
-for c in busybox rdma ibv_rc_pingpong ib_write_bw cpio depmod modprobe ldd gzip; do
+for c in busybox rdma ibv_rc_pingpong ib_write_bw rping ucmatose cpio depmod modprobe ldd gzip; do
     command -v "$c" >/dev/null || { echo "build-initramfs: missing $c (tools/setup.sh installs it)" >&2; exit 1; }
 done
 
 out=$cache/initramfs-$kver.cpio.gz
-pkgs="busybox-static linux-image-$kver libibverbs1 ibverbs-providers ibverbs-utils perftest iproute2 libc6"
+pkgs="busybox-static linux-image-$kver libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils perftest iproute2 libc6"
 stamp=$( { dpkg-query -W $pkgs 2>/dev/null; md5sum "$here"/build-initramfs.sh "$here"/guest-init.sh | cut -d' ' -f1; } | md5sum | cut -d' ' -f1)
 if [[ -s $out && -f $out.stamp && $(cat "$out.stamp") == "$stamp" ]]; then
     echo "$out"; exit 0
@@ -51,8 +52,9 @@ for a in $(/usr/bin/busybox --list-full); do
     [[ -e $d/$(basename "$a") ]] || ln -s /usr/bin/busybox "$d/$(basename "$a")"
 done
 
-# Only the programs the scenarios run: every ibverbs-utils and perftest binary, plus rdma.
-bins=$( (dpkg -L ibverbs-utils perftest | grep -E '^/usr/s?bin/[^/]+$'; command -v rdma) | sort -u)
+# Only the programs the scenarios run: every ibverbs-utils, rdmacm-utils and perftest binary,
+# plus rdma. Debian's own librdmacm comes with them (ldd below): the VM is the reference side.
+bins=$( (dpkg -L ibverbs-utils rdmacm-utils perftest | grep -E '^/usr/s?bin/[^/]+$'; command -v rdma) | sort -u)
 prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 for b in $bins; do [[ -x $b ]] && copy "$b" "/usr/bin/$(basename "$b")"; done
 copy "$prov"
@@ -68,8 +70,9 @@ printf 'root:x:0:0:root:/root:/bin/sh\n' > etc/passwd
 printf 'root:x:0:\n' > etc/group
 printf '127.0.0.1 localhost\n' > etc/hosts
 
-# rdma_rxe, virtio-net and 9p (the job queue is a host directory) with their dependencies.
-mods="virtio_pci virtio_net crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe 9pnet_virtio 9p"
+# rdma_rxe, rdma_ucm (the kernel's rdma_cm and IB CM for librdmacm), virtio-net and 9p (the job
+# queue is a host directory) with their dependencies.
+mods="virtio_pci virtio_net crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe rdma_ucm 9pnet_virtio 9p"
 for m in $mods; do
     modprobe -S "$kver" --show-depends "$m" 2>/dev/null | awk '$1=="insmod"{print $2}'
 done | sort -u | while read -r ko; do

@@ -28,7 +28,7 @@ for p in $(cat /proc/cmdline); do
 done
 fail() { echo "RXEVM FAIL $*"; dmesg | tail -20; poweroff -f; sleep 5; }
 
-for m in virtio_pci virtio_net ib_core ib_uverbs rdma_rxe 9pnet_virtio 9p; do
+for m in virtio_pci virtio_net ib_core ib_uverbs rdma_rxe rdma_ucm 9pnet_virtio 9p; do
     modprobe "$m" || echo "modprobe $m failed"
 done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 jobs /host || fail "9p mount"
@@ -39,6 +39,9 @@ ip link set eth0 mtu "$MTU"
 ip addr add "$IP" dev eth0
 ip link set eth0 up
 rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add"
+# librdmacm's device: rdma_ucm's misc device, made by devtmpfs once the module is in.
+i=0; while [ ! -c /dev/infiniband/rdma_cm ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+[ -c /dev/infiniband/rdma_cm ] || fail "no /dev/infiniband/rdma_cm"
 
 # The RoCE v2 GID whose value is eth0's IPv4 address, mapped.
 want=$(echo "${IP%/*}" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1,$2,$3,$4}')

@@ -279,7 +279,9 @@ std::string HostService::socket_path() const {
 size_t HostService::session_count() const {
     return impl_->sessions.size();
 }
-cm::CmService& HostService::cm() noexcept { return *impl_->cm; }
+cm::CmService& HostService::cm() noexcept {
+    return *impl_->cm;
+}
 
 const abi::StatusPage& HostService::status() const {
     return *impl_->status;

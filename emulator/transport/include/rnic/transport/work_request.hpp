@@ -60,7 +60,7 @@ struct WorkCompletion {
     WcOpcode opcode = WcOpcode::Send;
     uint32_t vendor_err = 0;
     uint32_t byte_len = 0;
-    uint32_t imm_data = 0;  // or the invalidated rkey with WcFlag::WithInv
+    uint32_t imm_data = 0;  // network order, as ibv_wc.imm_data; the invalidated rkey with WcFlag::WithInv
     uint32_t qp_num = 0;
     uint32_t src_qp = 0;
     uint32_t wc_flags = 0;

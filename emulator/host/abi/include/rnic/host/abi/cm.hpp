@@ -69,7 +69,9 @@ struct CmCreateIdRequest {
 };
 
 struct CmDestroyIdReply {
-    uint32_t events_reported;  // events of this id CmGetEvent has handed out (the library waits for their acks)
+    // Events of this id CmGetEvent has handed out (the library waits for their acks); a
+    // CONNECT_REQUEST counts for the listening id, as ucma counts it.
+    uint32_t events_reported;
     uint32_t reserved;
 };
 
