@@ -20,10 +20,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "rsocket_wire.hpp"
@@ -88,6 +90,28 @@ struct PageBuffer {
 struct IomapSlot {
     ibv_mr* mr = nullptr;
     uint64_t offset = 0;
+};
+
+// Whole pages of their own for what the service thread writes (an rsocket's locks, state and
+// reference counts): the application's ibv_reg_mr/riomap turns the pages of its buffer into
+// shared memory by copying them (docs/host_interface.md), and a write another thread makes to
+// such a page meanwhile is lost. Objects on pages of their own are never on an application's.
+template <class T>
+struct PageAllocator {
+    using value_type = T;
+    PageAllocator() = default;
+    template <class U>
+    PageAllocator(const PageAllocator<U>&) noexcept {}
+    T* allocate(size_t n) {
+        PageBuffer b;
+        if (!b.allocate(n * sizeof(T))) throw std::bad_alloc();
+        return reinterpret_cast<T*>(b.data);
+    }
+    void deallocate(T* p, size_t) noexcept { std::free(p); }
+    template <class U>
+    bool operator==(const PageAllocator<U>&) const noexcept {
+        return true;
+    }
 };
 
 struct Rsocket;
@@ -191,6 +215,10 @@ struct Rsocket {
 
     bool verbs_released = false;  // rclose tore the endpoint down (else the buffers are leaked)
 };
+
+inline RsocketPtr make_rsocket(int type, const Rsocket* listener) {
+    return std::allocate_shared<Rsocket>(PageAllocator<Rsocket>{}, type, listener);
+}
 
 // The table of rsockets by number.
 RsocketPtr find(int index);

@@ -58,8 +58,9 @@ RNIC_EXPORT int rclose(int socket) {
     if (rs == nullptr) return fail(EBADF);
     if (rs->in(st::connected)) rshutdown(socket, SHUT_RDWR);
     {
-        // After this the service leaves the socket alone (it handles sockets under cm_mu).
-        std::lock_guard lock(rs->cm_mu);
+        // After this the service leaves the socket alone: it handles CM events under cm_mu and
+        // sends keepalives under mu, each after looking at `closing`.
+        std::scoped_lock lock(rs->cm_mu, rs->mu);
         rs->closing.store(true);
     }
     service::forget(*rs);

@@ -294,7 +294,7 @@ int finish_opening(const RsocketPtr& rs, bool nonblock) {
 int accept_one(const RsocketPtr& l) {
     rdma_cm_id* id = nullptr;
     if (rdma_get_request(l->cm_id, &id) != 0) return errno == EAGAIN ? 0 : -1;
-    auto rs = std::make_shared<Rsocket>(SOCK_STREAM, l.get());
+    auto rs = make_rsocket(SOCK_STREAM, l.get());
     rs->cm_id = id;
     const rdma_conn_param request = id->event->param.conn;
     const auto data = decode_conn_data({static_cast<const uint8_t*>(request.private_data), request.private_data_len});
@@ -335,7 +335,11 @@ int accept_one(const RsocketPtr& l) {
 
 using namespace rnic::rdmacm::rsock;
 
-RNIC_EXPORT int rsocket(int domain, int type, int protocol) {
+RNIC_EXPORT int rsocket(int domain, int type_and_flags, int protocol) {
+    // socket(2)'s flags in the type are taken (rdma-core refuses them, so programs that ask for
+    // SOCK_CLOEXEC, Python's among them, got kernel sockets from librspreload): SOCK_NONBLOCK is
+    // O_NONBLOCK; the socket's descriptor is close-on-exec in any case.
+    const int type = type_and_flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
     if ((domain != AF_INET && domain != AF_INET6 && domain != AF_IB) || (type != SOCK_STREAM && type != SOCK_DGRAM) ||
         (type == SOCK_STREAM && protocol != 0 && protocol != IPPROTO_TCP) ||
         (type == SOCK_DGRAM && protocol != 0 && protocol != IPPROTO_UDP))
@@ -343,12 +347,13 @@ RNIC_EXPORT int rsocket(int domain, int type, int protocol) {
     // Datagram rsockets exchange addresses over a UDP socket on the RDMA device's IP address,
     // which rnicd's addresses are not (they belong to no kernel interface): not offered.
     if (type == SOCK_DGRAM) return fail(ENOTSUP);
-    auto rs = std::make_shared<Rsocket>(type, nullptr);
+    auto rs = make_rsocket(type, nullptr);
     if (rs->wake_fd < 0) return -1;
     if (rdma_create_id(nullptr, &rs->cm_id, rs.get(), RDMA_PS_TCP) != 0) return -1;
     rs->cm_id->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);
     const int fd = rs->cm_id->channel->fd;
-    if (set_nonblock(fd, true) != 0 || insert(rs, fd) < 0) {
+    if ((type_and_flags & SOCK_NONBLOCK) != 0) rs->fd_flags.store(O_NONBLOCK);
+    if (set_nonblock(fd, true) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || insert(rs, fd) < 0) {
         const int err = errno;
         release(*rs);
         return fail(err);

@@ -92,10 +92,14 @@ int get_route(Rsocket& rs, void* optval, socklen_t* optlen) {
     return 0;
 }
 
-void copy_address(const sockaddr* src, sockaddr* dst, socklen_t* len) {
+// The address's length is always told; a NULL address with length 0 only asks for it
+// (librspreload's transpose_socket learns a socket's family so).
+int copy_address(const sockaddr* src, sockaddr* dst, socklen_t* len) {
+    if (len == nullptr || (dst == nullptr && *len != 0)) return fail(EFAULT);
     const socklen_t size = src->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    std::memcpy(dst, src, std::min(*len, size));
+    if (dst != nullptr) std::memcpy(dst, src, std::min(*len, size));
     *len = size;
+    return 0;
 }
 
 }  // namespace
@@ -352,15 +356,11 @@ RNIC_EXPORT int rfcntl(int socket, int cmd, ...) {
 RNIC_EXPORT int rgetpeername(int socket, sockaddr* addr, socklen_t* addrlen) {
     const RsocketPtr rs = find(socket);
     if (rs == nullptr) return fail(EBADF);
-    if (addr == nullptr || addrlen == nullptr) return fail(EFAULT);
-    copy_address(rdma_get_peer_addr(rs->cm_id), addr, addrlen);
-    return 0;
+    return copy_address(rdma_get_peer_addr(rs->cm_id), addr, addrlen);
 }
 
 RNIC_EXPORT int rgetsockname(int socket, sockaddr* addr, socklen_t* addrlen) {
     const RsocketPtr rs = find(socket);
     if (rs == nullptr) return fail(EBADF);
-    if (addr == nullptr || addrlen == nullptr) return fail(EFAULT);
-    copy_address(rdma_get_local_addr(rs->cm_id), addr, addrlen);
-    return 0;
+    return copy_address(rdma_get_local_addr(rs->cm_id), addr, addrlen);
 }

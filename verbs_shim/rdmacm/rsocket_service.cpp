@@ -61,7 +61,7 @@ private:
     void run();
 
     std::mutex mu_;
-    std::vector<RsocketPtr> watched_;
+    std::vector<RsocketPtr, PageAllocator<RsocketPtr>> watched_;
     int wake_fd_ = -1;
     bool stop_ = false;
     std::thread thread_;
@@ -103,7 +103,7 @@ void keepalive(Rsocket& rs, int64_t now) {
 }
 
 void Service::run() {
-    std::vector<RsocketPtr> list;
+    std::vector<RsocketPtr, PageAllocator<RsocketPtr>> list;
     std::vector<pollfd> fds;
     for (;;) {
         {

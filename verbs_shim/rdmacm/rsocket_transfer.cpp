@@ -231,6 +231,9 @@ ssize_t send_stream(const RsocketPtr& rs, const iovec* iov, size_t count, int fl
     const bool nonblock = rs->nonblocking(flags);
     if (rs->in(st::opening) && finish_opening(rs, nonblock) != 0) return -1;
     if (!has_endpoint(*rs)) return fail(ENOTCONN);
+    // Shut down for writing here (rdma-core sends on while credits last): EPIPE, as send(2)
+    // says, without the signal; the peer gone: ECONNRESET, as rdma-core says.
+    if (!rs->in(st::writable)) return fail(rs->in(st::connected) ? EPIPE : ECONNRESET);
     size_t total = 0;
     if ((count != 0 && iov == nullptr) || !total_length(iov, count, &total)) return fail(EINVAL);
     std::unique_lock lock(rs->mu);
@@ -472,13 +475,16 @@ int wait_for(Rsocket& rs, std::unique_lock<std::mutex>& lock, bool nonblock, con
         const int channel_fd = rs.cm_id->recv_cq_channel->fd;
         lock.unlock();
         pollfd p[2] = {{channel_fd, POLLIN, 0}, {rs.wake_fd, POLLIN, 0}};
-        (void)poll(p, 2, -1);
+        const int n = poll(p, 2, -1);
+        const int poll_errno = errno;
         uint64_t drained = 0;
         (void)!read(rs.wake_fd, &drained, sizeof drained);
         lock.lock();
         rs.leader = false;
         take_cq_event(rs);
         if (rs.followers != 0) rs.progress.notify_all();
+        // A signal ends the wait with EINTR, as it ends rdma-core's read of the channel.
+        if (n < 0 && poll_errno == EINTR) return fail(EINTR);
     }
 }
 

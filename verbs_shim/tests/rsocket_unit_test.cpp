@@ -124,7 +124,7 @@ Failure failure(F f) {
 
 }  // namespace
 
-TEST_CASE("rsocket immediates: op in the top three bits, its argument below") {
+TEST_CASE("immediates: op in the top three bits, its argument below") {
     CHECK(make_imm(Op::Sgl, 0 + 384) == 0x80000180u);
     CHECK(make_imm(Op::Data, 16) == 0x00000010u);
     CHECK(make_imm(Op::Data, 2048) == 0x00000800u);
@@ -140,7 +140,7 @@ TEST_CASE("rsocket immediates: op in the top three bits, its argument below") {
     CHECK(static_cast<uint16_t>(imm_arg(make_imm(Op::Sgl, 65500u + 384u))) == 348);
 }
 
-TEST_CASE("rsocket sequence numbers compare across the 16-bit wrap") {
+TEST_CASE("sequence numbers compare across the 16-bit wrap") {
     CHECK(seq_reached(192, 192));
     CHECK(seq_reached(193, 192));
     CHECK_FALSE(seq_reached(191, 192));
@@ -148,7 +148,7 @@ TEST_CASE("rsocket sequence numbers compare across the 16-bit wrap") {
     CHECK_FALSE(seq_reached(65530, 5));
 }
 
-TEST_CASE("rsocket iomap sizes: rdma-core's one-byte scale") {
+TEST_CASE("iomap sizes: rdma-core's one-byte scale") {
     CHECK(value_to_scale(0, 8) == 0);
     CHECK(value_to_scale(128, 8) == 128);
     CHECK(value_to_scale(129, 8) == 128);
@@ -158,7 +158,7 @@ TEST_CASE("rsocket iomap sizes: rdma-core's one-byte scale") {
     CHECK(scale_to_value(value_to_scale(5000, 8), 8) == 4864);
 }
 
-TEST_CASE("rsocket connection data: the golden REQ and REP decode and encode back to their bytes") {
+TEST_CASE("connection data: the golden REQ and REP decode and encode back to their bytes") {
     const Golden g = load_golden();
     REQUIRE(g.req_data.size() >= kConnDataSize);
     REQUIRE(g.rep_data.size() >= kConnDataSize);
@@ -189,7 +189,7 @@ TEST_CASE("rsocket connection data: the golden REQ and REP decode and encode bac
     CHECK_FALSE(decode_conn_data(std::span(g.rep_data).first(kConnDataSize - 1)));
 }
 
-TEST_CASE("rsocket writes in the golden capture follow the protocol as we implement it") {
+TEST_CASE("writes in the golden capture follow the protocol as we implement it") {
     const Golden g = load_golden();
     const ConnData client = *decode_conn_data(g.req_data);
     const ConnData server = *decode_conn_data(g.rep_data);
@@ -241,7 +241,7 @@ TEST_CASE("rsocket writes in the golden capture follow the protocol as we implem
     }
 }
 
-TEST_CASE("rsocket calls on unknown sockets fail with EBADF") {
+TEST_CASE("every call on an unknown socket fails with EBADF") {
     const int bad = 1000;  // no rsocket has this number
     char buf[8] = {};
     sockaddr_in sin{};
@@ -279,7 +279,7 @@ TEST_CASE("rsocket calls on unknown sockets fail with EBADF") {
     CHECK(failure([&] { return static_cast<long>(riowrite(bad, buf, sizeof buf, 0, 0)); }) == Failure{-1, EBADF});
 }
 
-TEST_CASE("rsocket: unsupported domains, types and protocols are ENOTSUP; no device is ENODEV") {
+TEST_CASE("unsupported domains, types and protocols are ENOTSUP, and without a device ENODEV") {
     CHECK(failure([] { return rsocket(AF_UNIX, SOCK_STREAM, 0); }) == Failure{-1, ENOTSUP});
     CHECK(failure([] { return rsocket(AF_INET, SOCK_SEQPACKET, 0); }) == Failure{-1, ENOTSUP});
     CHECK(failure([] { return rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP); }) == Failure{-1, ENOTSUP});
