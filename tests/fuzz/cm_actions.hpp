@@ -2,7 +2,9 @@
 // of abi/cm.hpp with fuzzed fields and handles, compound flows that take a pair of sessions
 // through listen, resolve, connect, accept and disconnect on loopback (or towards the peer),
 // CM MADs arriving from the wire as GSI frames built with the wire library, jumps of the clock to
-// the CM's timers, and the channel sockets' bytes. Layouts, as read from the program:
+// the CM's timers, and the channel sockets' bytes (cm_actions.cpp; the MADs in
+// cm_wire_actions.cpp, what holds after a program in cm_checks.cpp). Layouts, as read from the
+// program:
 //
 //   CmControl    u8 session, u8 op (abi::kCmOpFirst + op % 22; the last is no op), the op's
 //                fields in the order of cm_actions.cpp's control(), u8 body shape (0xF0-0xF7:

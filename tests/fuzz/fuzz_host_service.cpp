@@ -314,6 +314,9 @@ wire::Gid World::gid(uint8_t& sgid_index) {
 void World::track(Hostile* s, Op op, const void* body, SessionReply& r) {
     if (r.status() != 0) return;
     switch (op) {
+        case Op::Hello:  // a session opened without Hello says it now: the CM's checks need its id
+            s->c->session_id = r.as<abi::HelloReply>().session_id;
+            break;
         case Op::AllocPd:
             keep(s->pds, r.as<abi::HandleReply>().handle);
             break;
