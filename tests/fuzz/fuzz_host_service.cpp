@@ -29,7 +29,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "cm_actions.hpp"
 #include "host_program.hpp"
+#include "invariant.hpp"
 #include "rnic/port/arp.hpp"
 #include "rnic/wire/builder.hpp"
 #include "rnic/wire/opcode.hpp"
@@ -42,23 +44,6 @@ using namespace rnic::host::fuzz;
 using abi::Op;
 
 namespace {
-
-bool g_trace = false;
-
-#define TRACE(...)                                      \
-    do {                                                \
-        if (g_trace) std::fprintf(stderr, __VA_ARGS__); \
-    } while (0)
-
-[[noreturn]] void broken(const char* what, long a = 0, long b = 0) {
-    std::fprintf(stderr, "fuzz_host_service: invariant broken: %s (%ld, %ld)\n", what, a, b);
-    std::abort();
-}
-void check(bool ok, const char* what, long a = 0, long b = 0) {
-    if (!ok) broken(what, a, b);
-}
-#define INVARIANT(cond) check((cond), #cond)
-#define INVARIANT_V(cond, a, b) check((cond), #cond, static_cast<long>(a), static_cast<long>(b))
 
 constexpr size_t kMaxSessions = 8;
 constexpr size_t kMaxObjects = 48;  // remembered per kind and session (the daemon may hold more)
@@ -90,6 +75,7 @@ struct Hostile {
     std::vector<SrqRing> srqs;
     std::vector<Buffer> buffers;  // from Setup: keep their memory alive
     uint32_t next_segment = 1000;
+    CmHeld cm;  // its CM channels (both ends of their sockets) and ids
 };
 
 template <class T>
@@ -116,10 +102,16 @@ transport::EngineConfig small_engine() {
     return c;
 }
 
-class World {
+class World final : public CmSessions {
 public:
-    explicit World(ProgramReader& p) : rig({}, small_engine()), p_(p) {}
+    explicit World(ProgramReader& p) : rig({}, small_engine()), p_(p), cm_(p, rig, *this) {}
     ServiceRig rig;
+
+    size_t count() const override { return sessions_.size(); }
+    CmParty party(size_t i) override {
+        Hostile& h = sessions_[i];
+        return {h.c.get(), &h.cm, h.qps};
+    }
 
     void run() {
         while (!p_.done()) step();
@@ -209,6 +201,7 @@ private:
 
     ProgramReader& p_;
     std::vector<Hostile> sessions_;
+    CmFuzzer cm_;
 };
 
 void World::step() {
@@ -254,6 +247,20 @@ void World::step() {
             return inject();
         case Action::Shrink:
             return shrink();
+        case Action::CmControl:
+            return cm_.control();
+        case Action::CmListen:
+            return cm_.listen();
+        case Action::CmConnect:
+            return cm_.connect();
+        case Action::CmRespond:
+            return cm_.respond();
+        case Action::CmMad:
+            return cm_.mad();
+        case Action::CmTime:
+            return cm_.time();
+        case Action::CmChannelIo:
+            return cm_.channel_io();
         case Action::Count:
             break;
     }
@@ -307,6 +314,9 @@ wire::Gid World::gid(uint8_t& sgid_index) {
 void World::track(Hostile* s, Op op, const void* body, SessionReply& r) {
     if (r.status() != 0) return;
     switch (op) {
+        case Op::Hello:  // a session opened without Hello says it now: the CM's checks need its id
+            s->c->session_id = r.as<abi::HelloReply>().session_id;
+            break;
         case Op::AllocPd:
             keep(s->pds, r.as<abi::HandleReply>().handle);
             break;
@@ -1132,6 +1142,7 @@ void World::check_and_close() {
     INVARIANT_V(e.ah_count() == 0 && e.mr_count() == 0, e.ah_count(), e.mr_count());
     // The engine catches what escapes an entry point and counts it: a bug, found or not.
     INVARIANT_V(e.device_counters().internal_errors == 0, e.device_counters().internal_errors, 0);
+    check_cm_after_close(rig, cm_.used());
 }
 
 }  // namespace

@@ -30,6 +30,14 @@ enum class Action : uint8_t {
     PollCq,       // u8 session, u8 cq
     Inject,       // u8 kind: 0 u8 length/4, bytes; 1 the peer's ARP reply; 2 u8 session, a RoCEv2 frame
     Shrink,       // u8 session, u8 segment, u8 pages: ftruncate a shared segment under its MRs
+    // The connection manager (cm_actions.hpp has each layout).
+    CmControl,    // u8 session, u8 op, the op's fields, u8 body shape: one CM op
+    CmListen,     // u8 session, u8 channel, port space, QP type, u8 options, address, backlog
+    CmConnect,    // u8 session, u8 channel, port space, QP type, u8 options, 2 addresses, timeout, reactions
+    CmRespond,    // u8 session, u8 channel, reactions: take events and answer them
+    CmMad,        // a CM MAD from the wire: attribute, route, ids, fields, mutations
+    CmTime,       // u8 count, u8 mode: the clock jumps to the CM's next deadline (or further)
+    CmChannelIo,  // u8 session, u8 channel, u8 mode, u8 count: the channel sockets' bytes
     Count
 };
 
@@ -76,6 +84,9 @@ public:
 // session and a u8 index: another session's object; kPickRaw then a u32: any value.
 inline constexpr uint8_t kPickOther = 0xE0;
 inline constexpr uint8_t kPickRaw = 0xF0;
+// CM ids only: from kPickLive a u8 index into every id the daemon's CM holds (any session's,
+// connection requests not yet taken included); kPickRaw up to it is then a u32.
+inline constexpr uint8_t kPickLive = 0xF8;
 // A size: below kSizeShift the value itself; from kSizeShift, 1 << (b - kSizeShift) (at most
 // 1 << 31); 0xFF then a u32.
 inline constexpr uint8_t kSizeShift = 0xC0;

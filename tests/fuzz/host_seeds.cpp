@@ -23,6 +23,49 @@ constexpr uint8_t kKiB = kSizeShift + 10;  // size 1024
 constexpr uint8_t kOpAllocPd = 2, kOpCreateSrq = 12, kOpCreateQp = 16, kOpDestroyQp = 19, kOpDestroyAh = 21,
                   kOpDestroyCq = 11, kOpDeregMr = 7, kOpStats = 23;
 
+// The CM's layouts (cm_actions.hpp). Port spaces: 0 TCP, 1 UDP, 2 IB; QP types 0 RC, 1 UC, 2 UD;
+// addresses: 0 our IPv4, 1 our IPv6, 3 the peer's IPv4, 5 0.0.0.0, 8 a neighbour that never
+// answers; ports: 1 is 7174, 2 is 7175; timeouts: 2 is 1000 ms; backlogs: 3 is 4; private data
+// lengths: 0 none, 2 is 56, 7 is 148, 9 is 180.
+constexpr uint8_t kTcp = 0, kUdp = 1;
+constexpr uint8_t kOwn4 = 0, kOwn6 = 1, kPeerIp4 = 3, kSilent = 8;
+constexpr uint8_t kPort7174 = 1, kPort7175 = 2;
+constexpr uint8_t kNewChannel = 0xFF;
+// CmControl op numbers (abi::CmOp - 25).
+constexpr uint8_t kCmCreateChannel = 0, kCmDestroyId = 3, kCmMigrateId = 4, kCmDisconnect = 13;
+// Reactions to events in turn (cm_actions.cpp's react): kGo moves an address to its route, a
+// route to a connection, accepts a request, answers CONNECT_RESPONSE with the RTU, leaves an
+// established connection alone, answers a DISCONNECTED with DREP, destroys the id of any other
+// event; kAccept the same but disconnects an established connection and ignores the rest; kReject
+// rejects a request; kQuery asks for the INIT attributes first.
+constexpr uint8_t kGo = 1, kAccept = 0, kReject = 2, kQuery = 0x80;
+// CmMad attributes and id modes.
+constexpr uint8_t kReq = 0, kMra = 1, kRej = 2, kRep = 3, kRtu = 4, kDreq = 5, kSidrReq = 7, kClassPortInfo = 9,
+                  kOtherGet = 10, kEcho = 11;
+constexpr uint8_t kLiveIds = 0, kNearIds = 1, kAnswer = 2, kRawIds = 3;
+
+// One CM MAD from the wire, fields as mad() reads them; defaults make a valid message from the
+// peer over IPv4 (RC, retry and RNR retry 7, 15 CM retries, MTU 1024, ACK timeout 18).
+struct MadArgs {
+    uint8_t attr = kReq;
+    uint8_t route = 0;
+    uint8_t ids = kAnswer;
+    uint8_t index = 0, delta = 0;
+    uint32_t local = 0, remote = 0;  // kRawIds
+    uint8_t guid = 0;
+    uint8_t qpn = 0;
+    uint32_t psn = 0x100;
+    uint8_t a = 1, b = 1, c = 0, d = 0xF8;
+    uint16_t code = 0x486F;
+    uint8_t port = kPort7174;  // TCP port space
+    uint8_t header = 0;
+    uint8_t private_length = 0;
+    uint8_t mad_mutation = 0;
+    uint32_t mad_value = 0;
+    uint8_t frame_mutation = 0;
+    uint32_t frame_value = 0;
+};
+
 struct Program : ProgramWriter {
     Program& open(uint8_t variant = 0) {
         action(Action::OpenSession).u8(variant);
@@ -91,6 +134,65 @@ struct Program : ProgramWriter {
     }
     Program& destroy(uint8_t s, uint8_t op, uint8_t pick) {
         action(Action::Control).u8(s).u8(op).u8(pick);
+        return *this;
+    }
+
+    // ---- the CM ----
+    Program& address(uint8_t kind, uint8_t port) {
+        u8(kind).u8(port);
+        return *this;
+    }
+    // Up to 8 events taken and answered with `what` in turn; connection parameters with
+    // `private_length`, the session's QP `qp`, the UDP port space's Q_Key, one responder resource
+    // and initiator depth, retry counts 7; rejects with 148 bytes.
+    Program& reactions(std::initializer_list<uint8_t> what, uint8_t private_length = 0, uint8_t qp = 0) {
+        u8(static_cast<uint8_t>(what.size() - 1));
+        for (size_t i = 0; i < 8; ++i) u8(i < what.size() ? what.begin()[i] : 0);
+        u8(private_length).u8(0x40).u8(qp).u8(1).u8(1).u8(1).u8(0).u8(7).u8(7);
+        u8(7).u8(0x77);
+        return *this;
+    }
+    Program& cm_listen(uint8_t s, uint8_t ps, uint8_t type, uint8_t addr, uint8_t port, uint8_t backlog = 3,
+                       uint8_t channel = 0) {
+        action(Action::CmListen).u8(s).u8(channel).u8(ps).u8(type).u8(0);
+        address(addr, port).u8(backlog);
+        return *this;
+    }
+    // `qp` names the session's QP, or is the QPN itself when it has none (connections from one
+    // QPN of one CA to the same daemon are stale connections to each other).
+    Program& cm_connect(uint8_t s, uint8_t ps, uint8_t type, uint8_t addr, uint8_t port,
+                        std::initializer_list<uint8_t> what, uint8_t private_length = 0, uint8_t qp = 0) {
+        action(Action::CmConnect).u8(s).u8(0).u8(ps).u8(type).u8(0);
+        address(kOwn4, 0).address(addr, port).u8(2);
+        return reactions(what, private_length, qp);
+    }
+    Program& cm_create_channel(uint8_t s) {
+        action(Action::CmControl).u8(s).u8(kCmCreateChannel).u8(0);
+        return *this;
+    }
+    Program& cm_respond(uint8_t s, std::initializer_list<uint8_t> what, uint8_t channel = 0) {
+        action(Action::CmRespond).u8(s).u8(channel);
+        return reactions(what);
+    }
+    // CmControl ops whose fields are one handle selector.
+    Program& cm_op(uint8_t s, uint8_t op, uint8_t pick) {
+        action(Action::CmControl).u8(s).u8(op).u8(pick).u8(0);
+        return *this;
+    }
+    Program& cm_time(uint8_t n, uint8_t mode = 0) {
+        action(Action::CmTime).u8(n - 1).u8(mode);
+        return *this;
+    }
+    Program& cm_drain(uint8_t s, uint8_t channel = 0) {
+        action(Action::CmChannelIo).u8(s).u8(channel).u8(0).u8(0);
+        return *this;
+    }
+    Program& cm_mad(const MadArgs& m) {
+        action(Action::CmMad).u8(m.attr).u8(m.route).u8(m.ids).u8(m.index).u8(m.delta);
+        if (m.ids == kRawIds) u32(m.local).u32(m.remote);
+        u8(m.guid).u8(m.qpn).u32(m.psn).u8(m.a).u8(m.b).u8(m.c).u8(m.d).u16(m.code);
+        u8(0).u8(m.port).u8(m.header).u16(5000).u8(m.private_length).u8(0x5A);
+        u8(m.mad_mutation).u32(m.mad_value).u8(m.frame_mutation).u32(m.frame_value);
         return *this;
     }
 };
@@ -229,6 +331,159 @@ int main(int argc, char** argv) {
     peer.frame(0, false, 0x04, 1, 102, 4).turns(8).poll(0);
     write(dir, "peer-frames", peer);
 
-    std::printf("%s: 12 seeds\n", dir.c_str());
+    // ---- the CM ----
+
+    // Two sessions connect through the daemon's own address: listen, resolve, route, REQ with
+    // 56 bytes of private data, REP, RTU, DREQ, DREP, timewait, TIMEWAIT_EXIT, destroy.
+    Program loop;
+    loop.open().open().setup(0, 1, 16).setup(1, 1, 16).pair(0, kRc).pair(1, kRc);
+    loop.cm_listen(0, kTcp, kRc, kOwn4, kPort7174).cm_connect(1, kTcp, kRc, kOwn4, kPort7174, {kGo, kGo}, 2);
+    loop.turns(4).cm_respond(0, {kQuery | kAccept}).turns(4).cm_respond(1, {kGo}).turns(4).cm_respond(0, {kGo});
+    loop.cm_op(1, kCmDisconnect, 0).turns(4).cm_respond(0, {kAccept}).turns(4).cm_respond(1, {kGo});
+    loop.cm_time(4).cm_respond(0, {kGo}).cm_respond(1, {kGo}).cm_drain(0).cm_drain(1);
+    write(dir, "cm-loopback-connect-disconnect", loop);
+
+    // A request rejected with 148 bytes of private data; IPv6.
+    Program rej;
+    rej.open().open().cm_listen(0, kTcp, kRc, kOwn6, kPort7174).cm_connect(1, kTcp, kRc, kOwn6, kPort7174, {kGo, kGo});
+    rej.turns(4).cm_respond(0, {kReject}).turns(4).cm_respond(1, {kAccept}).cm_op(1, kCmDestroyId, 0).cm_drain(1);
+    write(dir, "cm-reject", rej);
+
+    // SIDR: a UD id resolves a UDP-space service with 180 bytes of private data.
+    Program sidr;
+    sidr.open().open().cm_listen(0, kUdp, kUd, kOwn4, kPort7175);
+    sidr.cm_connect(1, kUdp, kUd, kOwn4, kPort7175, {kGo, kGo}, 9).turns(4).cm_respond(0, {kAccept}).turns(4);
+    sidr.cm_respond(1, {kGo}).cm_connect(1, kUdp, kUd, kOwn4, kPort7174, {kGo, kGo, kGo}).turns(4);
+    write(dir, "cm-sidr", sidr);
+
+    // A listener destroyed with three requests it never took: each gets REJ 28.
+    Program backlog;
+    backlog.open().open().cm_listen(0, kTcp, kRc, kOwn4, kPort7174);
+    for (uint8_t i = 0; i < 3; ++i) backlog.cm_connect(1, kTcp, kRc, kOwn4, kPort7174, {kGo, kGo}, 0, i);
+    backlog.turns(4).cm_op(0, kCmDestroyId, 0).turns(4).cm_respond(1, {kAccept, kAccept, kAccept}).cm_drain(0);
+    write(dir, "cm-listener-destroyed-with-requests", backlog);
+
+    // The peer's CM over the wire: our REQ to it answered with REP, our RTU, its DREQ; its REQ to
+    // our listener, accepted, its RTU; a duplicate REQ (the delayed MRA); a REJ "timeout".
+    Program peer_cm;
+    peer_cm.open().action(Action::Inject).u8(1);
+    peer_cm.turns(2).cm_connect(0, kTcp, kRc, kPeerIp4, kPort7174, {kGo, kGo}).turns(4);
+    MadArgs rep;
+    rep.attr = kRep;
+    peer_cm.cm_mad(rep).turns(2).cm_respond(0, {kGo}).turns(2);
+    MadArgs dreq;
+    dreq.attr = kDreq;
+    peer_cm.cm_mad(dreq).turns(2).cm_respond(0, {kAccept}).turns(2);
+    peer_cm.cm_listen(0, kTcp, kRc, kOwn4, kPort7175, 3, kNewChannel);
+    MadArgs req;
+    req.ids = kRawIds;
+    req.local = 0x00C0FFEE;
+    req.port = kPort7175;
+    req.private_length = 56;
+    peer_cm.cm_mad(req).turns(2).cm_mad(req).turns(2).cm_respond(0, {kAccept}, 1).turns(2);
+    MadArgs rtu;
+    rtu.attr = kRtu;
+    peer_cm.cm_mad(rtu).turns(2).cm_respond(0, {kGo}, 1);
+    req.local = 0x00C0FFEF;
+    req.qpn = 1;
+    peer_cm.cm_mad(req).turns(2);
+    MadArgs timeout;
+    timeout.attr = kRej;
+    timeout.ids = kRawIds;
+    timeout.local = 0x00C0FFEF;
+    timeout.code = 3;  // Timeout, the peer's GUID as ARI
+    timeout.a = 8;
+    peer_cm.cm_mad(timeout).turns(2).cm_respond(0, {kGo, kGo}, 1).cm_time(3).cm_drain(0).cm_drain(0, 1);
+    write(dir, "cm-peer", peer_cm);
+
+    // A peer that never answers: the REQ is resent 15 times (the clock jumps to each retry), then
+    // UNREACHABLE; an address query to a silent neighbour times out.
+    Program silent;
+    silent.open().action(Action::Inject).u8(1);
+    silent.turns(2);
+    silent.cm_connect(0, kTcp, kRc, kPeerIp4, kPort7174, {kGo, kGo})
+        .cm_connect(0, kTcp, kRc, kSilent, kPort7174, {kGo});
+    silent.cm_time(8).cm_time(8).cm_time(2).cm_respond(0, {kGo, kGo, kGo});
+    write(dir, "cm-peer-silent", silent);
+
+    // A session dies holding ids in every state: listening, an untaken request, connected,
+    // connecting, resolving; the other side hears DREQ and REJ.
+    Program death;
+    death.open().open().cm_listen(1, kTcp, kRc, kOwn4, kPort7174).cm_listen(0, kTcp, kRc, kOwn4, kPort7175);
+    death.cm_connect(0, kTcp, kRc, kOwn4, kPort7174, {kGo, kGo}, 0, 1);
+    death.cm_connect(0, kTcp, kRc, kOwn4, kPort7174, {kGo, kGo}, 0, 2);
+    death.cm_connect(1, kTcp, kRc, kOwn4, kPort7175, {kGo, kGo}, 0, 3).turns(4).cm_respond(1, {kAccept}).turns(4);
+    death.cm_respond(0, {kGo}).cm_connect(0, kTcp, kRc, kSilent, kPort7174, {kGo});
+    death.action(Action::Disconnect).u8(0);
+    death.turns(4).cm_respond(1, {kGo, kGo, kGo, kGo}).cm_time(2);
+    write(dir, "cm-session-death", death);
+
+    // MADs that are not what they say: base and class versions, responses, a Get of
+    // ClassPortInfo and of another class, the wrong Q_Key, a short MAD, a flipped byte, the
+    // daemon's own MAD echoed back, ids one off from a live connection's.
+    Program bad;
+    bad.open().action(Action::Inject).u8(1);
+    bad.turns(2).cm_listen(0, kTcp, kRc, kOwn4, kPort7174);
+    bad.cm_connect(0, kTcp, kRc, kPeerIp4, kPort7174, {kGo, kGo}).turns(2);
+    MadArgs m;
+    m.mad_mutation = 3;
+    m.mad_value = 2;
+    bad.cm_mad(m);
+    m.mad_mutation = 4;
+    bad.cm_mad(m);
+    m.mad_mutation = 7;
+    bad.cm_mad(m);
+    m = MadArgs{};
+    m.attr = kClassPortInfo;
+    bad.cm_mad(m);
+    m.attr = kOtherGet;
+    m.a = 0x04;
+    m.c = 1;
+    bad.cm_mad(m);
+    m = MadArgs{};
+    m.frame_mutation = 4;
+    m.frame_value = 0x12345678;
+    bad.cm_mad(m);
+    m.frame_mutation = 5;
+    m.frame_value = 0xF0;
+    bad.cm_mad(m);
+    m.frame_mutation = 6;
+    m.frame_value = 300;
+    bad.cm_mad(m);
+    m = MadArgs{};
+    m.attr = kEcho;
+    bad.cm_mad(m);
+    m.attr = kMra;
+    m.ids = kNearIds;
+    m.delta = 1;
+    bad.cm_mad(m);
+    m.attr = kDreq;
+    m.ids = kLiveIds;
+    bad.cm_mad(m);
+    m.attr = kSidrReq;
+    m.ids = kRawIds;
+    m.header = 2;
+    bad.cm_mad(m).turns(4).cm_drain(0);
+    write(dir, "cm-hostile-mads", bad);
+
+    // A listener moved to another channel while an untaken request has an event of its own (the
+    // peer gave up on it: REJ "timeout"), then destroyed.
+    Program moved;
+    moved.open().action(Action::Inject).u8(1);
+    moved.turns(2).cm_listen(0, kTcp, kRc, kOwn4, kPort7174);
+    MadArgs r2;
+    r2.ids = kRawIds;
+    r2.local = 0x00C0FFEE;
+    r2.private_length = 8;
+    MadArgs t2 = r2;
+    t2.attr = kRej;
+    t2.code = 3;
+    t2.a = 8;
+    moved.cm_mad(r2).turns(2).cm_mad(t2).turns(2).cm_create_channel(0);
+    moved.action(Action::CmControl).u8(0).u8(kCmMigrateId).u8(0).u8(1).u8(0);
+    moved.cm_op(0, kCmDestroyId, 0).cm_drain(0, 0).cm_drain(0, 1);
+    write(dir, "cm-migrate-listener", moved);
+
+    std::printf("%s: 21 seeds\n", dir.c_str());
     return 0;
 }

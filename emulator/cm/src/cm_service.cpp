@@ -219,10 +219,15 @@ int CmService::migrate_id(uint32_t owner, uint32_t id, uint32_t channel, uint32_
     events_reported = p->events_reported;
     if (to->handle == p->channel) return 0;
     Channel& from = impl_->channels.at(p->channel);
-    // Its queued events (and those of connection requests it still holds) move along, in order.
+    // Its queued events and those of the connection requests it still holds (their
+    // CONNECT_REQUEST, and what came for them since) move along, in order: the requests move too.
+    auto moves = [&](const abi::CmEvent& e) {
+        return e.id == id || e.listen_id == id ||
+               std::find(p->requests.begin(), p->requests.end(), e.id) != p->requests.end();
+    };
     size_t moved = 0;
     for (auto it = from.events.begin(); it != from.events.end();) {
-        if (it->id == id || it->listen_id == id) {
+        if (moves(*it)) {
             to->events.push_back(*it);
             it = from.events.erase(it);
             ++moved;

@@ -372,3 +372,45 @@ TEST_CASE("migrating an id moves its queued events to the new channel", "[cm]") 
     app.destroy(id, link.now);
     CHECK(app.svc().destroy_channel(app.owner, other) == 0);
 }
+
+// A connection request the application has not taken can have events of its own behind its
+// CONNECT_REQUEST (here the requester gave up: REJ "timeout"). Moving the listener moves the
+// request to the new channel, and its events with it: left behind, they were handed out on a
+// channel the request no longer reported to, before its CONNECT_REQUEST, and after the request
+// was destroyed with its listener, naming an id that no longer existed.
+TEST_CASE("migrating a listener takes its untaken requests' own events along", "[cm]") {
+    Link link;
+    App client(link.a, 1), server(link.b, 2);
+    const uint32_t listener = listen_on(server, addr("10.0.0.2", 7174));
+    const uint32_t cid = start_connect(link, client, addr("10.0.0.2", 7174), conn_param(1));
+    client.destroy(cid, link.now);
+    link.pump();
+    uint32_t other = 0;
+    REQUIRE(server.svc().create_channel(server.owner, other) == 0);
+    uint32_t reported = 99;
+    REQUIRE(server.svc().migrate_id(server.owner, listener, other, reported) == 0);
+    CHECK(reported == 0);
+    server.expect_none();
+    CHECK(server.svc().destroy_channel(server.owner, server.channel) == 0);
+
+    SECTION("taken from the new channel, in order") {
+        abi::CmEvent req{}, rej{};
+        REQUIRE(server.svc().get_event(server.owner, other, req) == 0);
+        CHECK(req.event == static_cast<uint32_t>(EventType::ConnectRequest));
+        CHECK(req.listen_id == listener);
+        REQUIRE(server.svc().get_event(server.owner, other, rej) == 0);
+        CHECK(rej.event == static_cast<uint32_t>(EventType::Rejected));
+        CHECK(rej.status == 4);
+        CHECK(rej.id == req.id);
+        CHECK(link.b.hooks.wakeups[other] == 2);
+        CHECK(server.destroy(req.id, link.now) == 1);
+        CHECK(server.destroy(listener, link.now) == 1);
+    }
+    SECTION("destroyed with the listener: no event is left for an id that is gone") {
+        server.destroy(listener, link.now);
+        abi::CmEvent ev{};
+        CHECK(server.svc().get_event(server.owner, other, ev) == EAGAIN);
+        CHECK(server.svc().id_count() == 0);
+    }
+    CHECK(server.svc().destroy_channel(server.owner, other) == 0);
+}
