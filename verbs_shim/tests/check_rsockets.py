@@ -23,6 +23,7 @@ Second bed, veth MTU 1500 (path MTU 1024, as rxe's golden capture): `rstream -S 
 whose RDMA WRITEs per side (opcodes, lengths, immediates, where each lands relative to the
 peer's connection data) must be those of rdma-core's rsockets in
 rxe_write_imm_rstream_mtu1024_s4000.pcap, and whose capture tshark decodes as rnic-pcap does.
+Third bed: 2% of the RoCEv2 frames lost each way, rstream and riostream with their data verified.
 Usage: check_rsockets.py TESTBED RNICD RNIC_RUN RNIC_PCAP PROBE GOLDEN_DIR [--quick] [--summary-first]"""
 import hashlib
 import io
@@ -405,6 +406,13 @@ try:
         n = sum(len(v) for k, v in ours.items() if not k.endswith("data"))
         ok("rstream -S 4000 -C 5: the WRITEs of rdma-core's rsockets",
            f"({n} messages: opcodes, lengths, immediates and targets equal rxe's capture)")
+    # Loss: 2% of the RoCEv2 frames each side sends dropped (tools/testbed.sh loss, XDP): the
+    # transport's retransmissions under the rsocket protocol, data verified.
+    bed("up", "--daemons", "both", "--rnicd", rnicd)
+    bed("loss", "2", "both")
+    rstream("rstream -S 65536 -C 50 -T v with 2% loss", ip, ["-S", "65536", "-C", "50", "-T", "v"], timeout=180)
+    riostream("riostream -S 65536 -C 50 -T v with 2% loss", ip, ["-S", "65536", "-C", "50", "-T", "v"], timeout=180)
+    bed("down")
 except Exception as e:  # a bed that does not come up is a failure, with its reason
     failures.append(f"{type(e).__name__}: {e}")
     print(f"FAIL {type(e).__name__}: {e}", flush=True)
