@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "cm_fuzz_support.hpp"
 #include "invariant.hpp"
@@ -219,7 +220,12 @@ CmFuzzer::Reactions CmFuzzer::reactions(const CmParty& s) {
 int CmFuzzer::call(const CmParty& s, CmOp op, const void* body, size_t length, SessionReply* out) {
     if (!s.client) return test::kNoReply;
     auto r = s.client->call(op_of(op), body, length, {}, kReplyTurns);
-    if (!r) return test::kNoReply;
+    if (!r) {
+        // Served later (behind a request waiting for a neighbour), its reply unread: what it made
+        // is unknown.
+        s.held->raw = true;
+        return test::kNoReply;
+    }
     const int status = r->status();
     track(s, op, *r);
     if (out) *out = std::move(*r);
@@ -242,12 +248,16 @@ void CmFuzzer::track(const CmParty& s, CmOp op, SessionReply& r) {
         }
         case CmOp::CreateId:
             keep(s.held->ids, r.as<abi::HandleReply>().handle);
+            s.held->told.insert(r.as<abi::HandleReply>().handle);
             break;
         case CmOp::GetEvent: {
             INVARIANT_V(r.body.size() == sizeof(abi::CmEvent), r.body.size(), 0);
             const auto ev = r.as<abi::CmEvent>();
             check_event(s, ev);
-            if (ev.event == static_cast<uint32_t>(EventType::ConnectRequest)) keep(s.held->ids, ev.id);
+            if (ev.event == static_cast<uint32_t>(EventType::ConnectRequest)) {
+                keep(s.held->ids, ev.id);
+                s.held->told.insert(ev.id);
+            }
             break;
         }
         case CmOp::BindAddr:
@@ -272,10 +282,17 @@ void CmFuzzer::check_event(const CmParty& s, const abi::CmEvent& ev) {
     // (A session that said Hello in a raw message never heard its id: any live owner then.)
     const long me = s.client->session_id ? static_cast<long>(s.client->session_id) : owner_of(ev.id);
     INVARIANT_V(owner_of(ev.id) == me && me >= 0, ev.id, ev.event);
-    if (ev.event == static_cast<uint32_t>(EventType::ConnectRequest))
+    const bool request = ev.event == static_cast<uint32_t>(EventType::ConnectRequest);
+    if (request)
         INVARIANT_V(owner_of(ev.listen_id) == me, ev.listen_id, owner_of(ev.listen_id));
     else
         INVARIANT_V(ev.listen_id == 0, ev.listen_id, ev.event);
+    // A connection request's id is new to the session, and nothing is said of it before its
+    // CONNECT_REQUEST.
+    if (!s.held->raw) {
+        if (request) INVARIANT_V(s.held->told.count(ev.listen_id) && !s.held->told.count(ev.id), ev.id, ev.listen_id);
+        if (!request) INVARIANT_V(s.held->told.count(ev.id), ev.id, ev.event);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,7 +300,8 @@ void CmFuzzer::check_event(const CmParty& s, const abi::CmEvent& ev) {
 
 void CmFuzzer::control() {
     const CmParty s = session();
-    const uint8_t which = p_.u8() % 22;
+    const uint8_t which = p_.u8() % 23;
+    if (which == 22) return stats_page(s);
     const auto op = static_cast<CmOp>(abi::kCmOpFirst + which);
     std::vector<uint8_t> body;
     auto put = [&body](const auto& v) {
@@ -411,6 +429,41 @@ void CmFuzzer::control() {
     const int rc = call(s, op, body.data(), body.size());
     TRACE("cm control session %u op %u (%zu bytes): %d\n", s.client->session_id, static_cast<unsigned>(op), body.size(),
           rc);
+}
+
+// Stats' page of CM ids (rnicctl cm) from the first id, a live id or any number, alone or with
+// the rest of Stats: valid JSON listing live ids in order from there (a parse costs 10-20 ms
+// under ASan: rare enough here).
+void CmFuzzer::stats_page(const CmParty& s) {
+    const uint8_t what = p_.u8();
+    const uint8_t from = p_.u8();
+    const auto ids = live();
+    const uint32_t first = from < 0x80 ? 0 : from < kPickRaw && !ids.empty() ? ids[from % ids.size()].id : p_.u32();
+    if (!s.client) return;
+    const abi::StatsRequest req{abi::kStatsCmIds | (what & abi::kStatsAll), first};
+    auto r = s.client->call(abi::Op::Stats, req, {}, kReplyTurns);
+    if (!r) {
+        s.held->raw = true;
+        return;
+    }
+    TRACE("cm stats page from %#x: %d (%zu bytes)\n", first, r->status(), r->body.size());
+    if (r->status() != 0) return;
+    const auto doc = nlohmann::json::parse(r->body.begin(), r->body.end(), nullptr, false);
+    INVARIANT(doc.is_object() && doc["cm_ids"].is_array());
+    // Listed ids lived when the page was made: before the call, after it, or made in between
+    // (handles only grow), as requests that arrived while the daemon turned.
+    const auto after = live();
+    auto held = [](const std::vector<cm::IdInfo>& l, uint32_t id) {
+        return std::any_of(l.begin(), l.end(), [id](const cm::IdInfo& i) { return i.id == id; });
+    };
+    const uint32_t newest = ids.empty() ? 0 : ids.back().id;
+    uint32_t last = 0;
+    for (const auto& e : doc["cm_ids"]) {
+        const uint32_t id = e["id"].get<uint32_t>();
+        INVARIANT_V(id >= first && id > last, id, last);
+        last = id;
+        INVARIANT_V(held(ids, id) || held(after, id) || id > newest, id, newest);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,8 +634,9 @@ void CmFuzzer::drain(const CmParty& s, CmChannelEnds& ch) {
     const size_t bytes = read_all(ch.client.get());
     SessionReply r;
     int rc = call(s, CmOp::GetEvent, abi::HandleRequest{ch.handle, 0}, &r);
-    // Events wait only behind a readable socket.
-    if (ch.in_sync && !was_readable) INVARIANT_V(rc != 0, rc, ch.handle);
+    // Events wait only behind a readable socket: one handed out now was queued while the daemon
+    // turned for the call, and its byte is there.
+    if (ch.in_sync && !was_readable && rc == 0) INVARIANT_V(readable(ch.client.get()), rc, ch.handle);
     size_t taken = 0;
     while (rc == 0 && taken++ < abi::kCmEventsQueuedMax + 16)
         rc = call(s, CmOp::GetEvent, abi::HandleRequest{ch.handle, 0}, &r);

@@ -6,7 +6,8 @@
 // cm_wire_actions.cpp, what holds after a program in cm_checks.cpp). Layouts, as read from the
 // program:
 //
-//   CmControl    u8 session, u8 op (abi::kCmOpFirst + op % 22; the last is no op), the op's
+//   CmControl    u8 session, u8 op (abi::kCmOpFirst + op % 23; 21 is no op; 22 is Stats' page
+//                of CM ids: u8 what, u8 first id [>= 0xF0: u32], and nothing else), the op's
 //                fields in the order of cm_actions.cpp's control(), u8 body shape (0xF0-0xF7:
 //                1-8 bytes short, 0xF8-0xFF: longer)
 //   CmListen     u8 session, u8 channel (0xFF: a new one), port space, QP type, u8 options
@@ -35,6 +36,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -89,6 +91,11 @@ struct CmChannelEnds {
 struct CmHeld {
     std::vector<uint32_t> ids;
     std::vector<CmChannelEnds> channels;
+    // Every id the session was told of (CreateId, CONNECT_REQUEST): an event for any other id,
+    // or a CONNECT_REQUEST for one of them, is out of order; unless the session sent raw
+    // messages, whose replies nobody reads.
+    std::set<uint32_t> told;
+    bool raw = false;
 };
 
 struct CmParty {
@@ -148,6 +155,7 @@ private:
     uint32_t private_length();
     abi::CmConnParam conn_param(const CmParty& s);
     Reactions reactions(const CmParty& s);
+    void stats_page(const CmParty& s);
 
     // One CM op; 0, the daemon's errno or test::kNoReply. `out` gets the reply when given.
     int call(const CmParty& s, abi::CmOp op, const void* body, size_t length, test::SessionReply* out = nullptr);

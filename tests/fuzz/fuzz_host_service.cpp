@@ -645,6 +645,7 @@ void World::raw_message() {
     Fds fds;
     for (int i = 0; i < (kinds & 3); ++i) fds.fds.push_back(make_fd(static_cast<uint8_t>(kinds >> (2 + 2 * i))));
     if (!s) return;
+    s->cm.raw = true;
     const bool sent = s->c->send_raw(msg.data(), msg.size(), fds.fds);
     TRACE("raw message session %u: %zu bytes, %zu fds, sent %d\n", s->c->session_id, msg.size(), fds.fds.size(), sent);
     if (flags & 2) rig.turn();

@@ -179,6 +179,11 @@ struct Program : ProgramWriter {
         action(Action::CmControl).u8(s).u8(op).u8(pick).u8(0);
         return *this;
     }
+    // Stats' page of CM ids, from the first.
+    Program& cm_stats(uint8_t s) {
+        action(Action::CmControl).u8(s).u8(22).u8(0).u8(0);
+        return *this;
+    }
     Program& cm_time(uint8_t n, uint8_t mode = 0) {
         action(Action::CmTime).u8(n - 1).u8(mode);
         return *this;
@@ -334,12 +339,13 @@ int main(int argc, char** argv) {
     // ---- the CM ----
 
     // Two sessions connect through the daemon's own address: listen, resolve, route, REQ with
-    // 56 bytes of private data, REP, RTU, DREQ, DREP, timewait, TIMEWAIT_EXIT, destroy.
+    // 56 bytes of private data, REP, RTU (Stats lists the ids), DREQ, DREP, timewait,
+    // TIMEWAIT_EXIT, destroy.
     Program loop;
     loop.open().open().setup(0, 1, 16).setup(1, 1, 16).pair(0, kRc).pair(1, kRc);
     loop.cm_listen(0, kTcp, kRc, kOwn4, kPort7174).cm_connect(1, kTcp, kRc, kOwn4, kPort7174, {kGo, kGo}, 2);
     loop.turns(4).cm_respond(0, {kQuery | kAccept}).turns(4).cm_respond(1, {kGo}).turns(4).cm_respond(0, {kGo});
-    loop.cm_op(1, kCmDisconnect, 0).turns(4).cm_respond(0, {kAccept}).turns(4).cm_respond(1, {kGo});
+    loop.cm_stats(1).cm_op(1, kCmDisconnect, 0).turns(4).cm_respond(0, {kAccept}).turns(4).cm_respond(1, {kGo});
     loop.cm_time(4).cm_respond(0, {kGo}).cm_respond(1, {kGo}).cm_drain(0).cm_drain(1);
     write(dir, "cm-loopback-connect-disconnect", loop);
 
