@@ -26,9 +26,6 @@ constexpr uint32_t kPeerQpnBase = 0x00C0D0;
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// CmMad: a MAD from the wire
-
 void CmFuzzer::collect_sent() {
     auto& frames = rig_.port.sent();
     if (sent_seen_ > frames.size()) sent_seen_ = 0;
