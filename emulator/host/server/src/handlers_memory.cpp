@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "control_request.hpp"
-#include "peer_process.hpp"
 
 namespace rnic::host::server {
 
@@ -94,12 +93,8 @@ void HostService::Impl::on_reg_mr(Request& rq, const RegMrRequest& req) {
     // RLIMIT_MEMLOCK (overlapping MRs each count), read now as the kernel reads the
     // caller's; CAP_IPC_LOCK lifts it.
     if (int rc = charge(s, Resource::Mrs); rc) return rq.fail(rc);
-    const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
-    if (int rc = pinned->charge(s.process, pages_needed, limit); rc) {
+    if (int rc = charge_locked_pages(s, pages_needed, "RegMr"); rc) {
         uncharge(s, Resource::Mrs);
-        ++counters.memlock_refusals;
-        spdlog::info("session {} (pid {}): RegMr of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}", s.id,
-                     s.pid, pages_needed, limit.bytes, pinned->pinned(s.process), rc == EPERM ? "EPERM" : "ENOMEM");
         return rq.fail(rc);
     }
     const auto r = engine.reg_mr_pages(req.pd, pages, req.page_offset, req.length, req.iova, req.access);

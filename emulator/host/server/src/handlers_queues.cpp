@@ -177,15 +177,22 @@ void HostService::Impl::on_destroy_srq(Request& rq, const HandleRequest& req) {
 // SGEs and 256 bytes inline takes 22 MB). CAP_IPC_LOCK lifts it, as for registered memory.
 int HostService::Impl::charge_queue_memory(Session& s, size_t bytes, uint64_t& pages) {
     const uint64_t n = (bytes + kPageSize - 1) / kPageSize;
-    const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
-    if (int rc = pinned->charge(s.process, n, limit); rc) {
-        ++counters.memlock_refusals;
-        spdlog::info("session {} (pid {}): a queue of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}", s.id,
-                     s.pid, n, limit.bytes, pinned->pinned(s.process), rc == EPERM ? "EPERM" : "ENOMEM");
-        return rc;
-    }
+    if (int rc = charge_locked_pages(s, n, "a queue"); rc) return rc;
     pages = n;
     return 0;
+}
+
+// The process's RLIMIT_MEMLOCK read now, as the kernel reads the caller's for each pin; the
+// limit seen at accept once the process can no longer be read.
+int HostService::Impl::charge_locked_pages(Session& s, uint64_t pages, const char* what) {
+    const LockLimit limit = process_lock_limit(s.process).value_or(s.accepted_lock_limit);
+    const int rc = pinned->charge(s.process, pages, limit);
+    if (rc) {
+        ++counters.memlock_refusals;
+        spdlog::info("session {} (pid {}): {} of {} pages over RLIMIT_MEMLOCK ({} bytes, {} pages held): {}", s.id,
+                     s.pid, what, pages, limit.bytes, pinned->pinned(s.process), rc == EPERM ? "EPERM" : "ENOMEM");
+    }
+    return rc;
 }
 
 }  // namespace rnic::host::server

@@ -160,6 +160,8 @@ struct HostService::Impl {
     void on_query_srq(Request& rq, const abi::HandleRequest& req);
     void on_destroy_srq(Request& rq, const abi::HandleRequest& req);
     int charge_queue_memory(Session& s, size_t bytes, uint64_t& pages);
+    // RLIMIT_MEMLOCK for `pages` more of the session's process (RegMr, queues): 0, EPERM or ENOMEM.
+    int charge_locked_pages(Session& s, uint64_t pages, const char* what);
     // handlers_qp.cpp
     void on_create_qp(Request& rq, const abi::CreateQpRequest& req);
     void on_modify_qp(Request& rq, const abi::ModifyQpRequest& req);
