@@ -80,8 +80,14 @@ def rping_payload_problems(text, prefix, count, size):
         for _ in range(want_len):
             want.append(chr(c))
             c = 65 if c == 122 else c + 1
-        if body != "".join(want):
-            problems.append(f"ping {n}: payload differs from rping's pattern ({len(body)} of {want_len} bytes)")
+        want = "".join(want)
+        if body != want:
+            # A program killed on timeout loses what stdio had not flushed: its last line is cut.
+            # (The VM's shell may append its "Terminated" to that cut line.)
+            seen = body.removesuffix("Terminated")
+            cut = (n, body) == lines[-1] and len(seen) < want_len and want.startswith(seen)
+            problems.append(f"ping {n}: output cut off after {len(seen)} of {want_len} bytes" if cut else
+                            f"ping {n}: payload differs from rping's pattern ({len(body)} of {want_len} bytes)")
             break
     return problems
 
@@ -190,6 +196,7 @@ class Runner:
         self.deadline = time.monotonic() + a.budget
         self.last_counters = {}
         self.races = 0  # runs repeated for a race inside the program under test (Tool.race)
+        self.linux_hangs = 0  # loss runs whose only fault was a DREQ Linux never resends
         self.programs = 0  # names the host programs' output files and the VM's stderr files
         os.makedirs(os.path.join(a.workdir, "host"), exist_ok=True)
         self.mads_by_label = {}  # run label -> its exchanges as the bridge saw them
@@ -303,9 +310,10 @@ class Runner:
             time.sleep(0.05)
         return job, os.path.exists(marker)
 
-    def run_pair(self, server_cmd, client_cmd, port, direction, timeout):
+    def run_pair(self, server_cmd, client_cmd, port, direction, timeout, server_grace=None):
         """Server on one side, client on the other: (server rc, client rc, server out, client out).
-        rc None: did not end in time."""
+        rc None: did not end in time. `server_grace`: how long our server may take to end once the
+        VM's client ended well (default: the whole timeout again)."""
         vm_side = {"bind": "$RXE_IP", "server": bedlib.RNIC_IP, "dev": "rxe0", "port": port}
         host_side = {"bind": bedlib.RNIC_IP, "server": bedlib.VM_IP, "dev": "rnic0", "port": port}
         if direction == "vm-server":
@@ -333,7 +341,7 @@ class Runner:
         if crc is None:
             job.kill()
             job.wait(5)
-        src, sout = host.finish(timeout + 10 if crc == 0 else 5)
+        src, sout = host.finish((server_grace or timeout + 10) if crc == 0 else 5)
         return src, crc, sout, job.output()
 
     # ---- phases ----------------------------------------------------------------------------
@@ -442,6 +450,60 @@ class Runner:
                         break
                     self.say(f"     {name} [{direction}]: perftest's own race (attempt {attempt}), again")
                     self.races += 1
+        self.idle_peer_run()
+
+    def idle_peer_run(self):
+        """The case RC cannot see: our rping server waits for the VM client's next message with
+        nothing in flight. The VM's rping is frozen (SIGSTOP: rxe, in its kernel, still answers),
+        so the connection idles: rnicd probes the silent peer and rxe's MAD layer answers, 20 s
+        without a false alarm. Then the link is cut: the probes go unanswered and our server must
+        get DISCONNECTED (docs/rdma_cm.md, "Beyond Linux") within 30 s."""
+        name, direction = "rping: VM client frozen 20 s, then link cut", "vm-client"
+        if not self.selected(name) or not self.in_budget("kill", name, direction):
+            return
+        port = self.next_port()
+        self.add_run(port, f"{name} [{direction}]")
+        t0 = time.monotonic()
+        host = self.host_popen(f"rping -s -a {bedlib.RNIC_IP} -p {port} -V", 300)
+        end = time.monotonic() + 30
+        while host.poll() is None and not self.host_listening(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        job = self.bed.vm_job(self.vm_cmd(f"rping -c -a {bedlib.RNIC_IP} -p {port} -V", 300))
+        end = time.monotonic() + 30
+        while host.poll() is None and not self.host_established(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        established = host.poll() is None and self.host_established(port)
+        pgid = None
+        if os.path.exists(job.base + ".pid"):
+            with open(job.base + ".pid") as f:
+                pgid = f.read().strip()
+        if pgid:
+            self.bed.vm_run(f"kill -STOP -- -{pgid}", timeout=20)
+        before = self.cm_counters()
+        time.sleep(20)
+        idle_ok = host.poll() is None
+        mid = self.cm_counters()
+        answered = mid.get("cm_keepalive_answers", 0) - before.get("cm_keepalive_answers", 0)
+        self.bed.cut(True)
+        cut = time.monotonic()
+        try:
+            rc, out = host.finish(40)
+        finally:
+            self.bed.cut(False)
+        took = time.monotonic() - cut
+        if pgid:
+            self.bed.vm_run(f"kill -KILL -- -{pgid}", timeout=20)
+        job.wait(10)
+        after = self.cm_counters()
+        lost = after.get("cm_peers_lost", 0) - mid.get("cm_peers_lost", 0)
+        told = "DISCONNECT" in out
+        ok = established and bool(pgid) and idle_ok and answered > 0 and took < 30 and told and lost == 1
+        self.record("kill", name, direction, ok, time.monotonic() - t0,
+                    f"idle 20 s: {answered} probes answered by rxe, our server {'still waiting' if idle_ok else 'gone'}; "
+                    f"link cut: DISCONNECTED {'seen' if told else 'not seen'}, exit {rc} {took:.1f} s after, "
+                    f"peers lost {lost}" + ("" if ok else f" (established {established}, pgid {pgid})\n--- ours\n"
+                                                         f"{out[-2000:]}\n--- VM\n{job.output()[-1500:]}"), port=port)
 
     def kill_run(self, name, how, bound, server, client, direction, attempt):
         """One run; False when perftest lost its own connect race before anything was killed."""
@@ -517,11 +579,24 @@ class Runner:
                     port = self.next_port()
                     self.add_run(port, f"{t.name} [{direction}] round {rnd}")
                     t0 = time.monotonic()
-                    src, crc, sout, cout = self.run_pair(t.server, t.client, port, direction, t.timeout)
+                    run_before, vm_run_before = self.cm_counters(), self.vm_cm_counters()
+                    src, crc, sout, cout = self.run_pair(t.server, t.client, port, direction, t.timeout,
+                                                         server_grace=30)
                     problems = t.check(sout, cout)
                     ok = src == 0 and crc == 0 and not problems
+                    detail = "server and client rc 0, data checked"
+                    client_checked = "rping" in t.name and not rping_payload_problems(cout, "ping data: ", 20, 4000)
+                    if not ok and client_checked and self.dreq_lost_for_good(direction, crc, run_before,
+                                                                             vm_run_before):
+                        # Linux's CM stops resending a DREQ when the id is destroyed (cm_destroy_id),
+                        # and rping's client destroys it at once: one lost DREQ and our idle server
+                        # is never told, as rxe's own server would not be. RC has no keepalive.
+                        ok, self.linux_hangs = True, self.linux_hangs + 1
+                        detail = ("client rc 0, its data checked; rxe's DREQ lost on the bridge and, its id "
+                                  "destroyed, never resent (Linux's cm_destroy_id): our server, idle, was "
+                                  f"ended after {30} s as rxe's own would wait (server rc {src})")
                     self.record("loss", f"{t.name} (round {rnd})", direction, ok, time.monotonic() - t0,
-                                "server and client rc 0, data checked" if ok else
+                                detail if ok else
                                 f"server rc {src}, client rc {crc}, {problems}\n--- server\n{sout[-2500:]}\n"
                                 f"--- client\n{cout[-2500:]}", port=port)
             after, vm_after = self.cm_counters(), self.vm_cm_counters()
@@ -549,6 +624,17 @@ class Runner:
                     f"rnicd resent {ours} MADs on timeout (cm_mads_resent; on the bridge {on_bridge['rnicd']}), "
                     f"rxe's ib_cm counted {theirs} retries {rxe_retries} (on the bridge {on_bridge['rxe']}) in {rnd} "
                     f"round(s); the bridge dropped {from_us} RoCEv2 frames from rnicd and {to_us} to it")
+
+    def dreq_lost_for_good(self, direction, crc, before, vm_before):
+        """The run's only fault is the VM's DREQ (its client ended well, its data checked): sent
+        once (rxe's ib_cm counted one more DREQ and no retry) and never received by rnicd."""
+        if direction != "vm-client" or crc != 0:
+            return False
+        after, vm_after = self.cm_counters(), self.vm_cm_counters()
+        sent = vm_after.get("cm_tx_msgs/dreq", 0) - vm_before.get("cm_tx_msgs/dreq", 0)
+        resent = vm_after.get("cm_tx_retries/dreq", 0) - vm_before.get("cm_tx_retries/dreq", 0)
+        received = after.get("cm_dreq_received", 0) - before.get("cm_dreq_received", 0)
+        return sent == 1 and resent == 0 and received == 0
 
     def phase_wire(self):
         import cm_wire_checks  # the raw client lives in tests/system
@@ -709,8 +795,9 @@ def main():
     if a.markdown:
         write_markdown(a.markdown, runner.results)
     passed = sum(1 for r in runner.results if r.get("ok"))
-    verdict = [f"interop rdma_cm: {passed} runs passed in {time.monotonic() - t0:.0f} s; captures and results in "
-               f"{a.workdir}"]
+    verdict = [f"interop rdma_cm: {passed} runs passed in {time.monotonic() - t0:.0f} s"
+               + (f" ({runner.linux_hangs} with a DREQ Linux never resent)" if runner.linux_hangs else "")
+               + f"; captures and results in {a.workdir}"]
     if runner.failures:
         verdict.append("FAILED: " + "; ".join(runner.failures))
         for d in runner.failure_details[:2]:

@@ -212,13 +212,13 @@ def expect_failure(label, args, expect, limit=30):
     print(f"ok   {label}: exit {r.returncode} in {time.monotonic() - started:.1f} s, {m.group(0)!r}", flush=True)
 
 
-def daemon_killed(label, server_ip, client_source, limit=30):
+def daemon_killed(label, server_ip, client_source, limit=30, server_limit=30):
     """rping with many iterations; after 2 s the client's rnicd (B) is SIGKILLed. The client must
     report the loss and exit non-zero within `limit` s: DEVICE_REMOVAL, or its QP's flushed work
-    first (rping then stops in its ERROR state, 11). Its server is told only if it had work in
-    flight (its RC retries run out, ~17 s with the CM's default ACK timeout): one that waits for
-    the client's next message waits for ever, as Linux's would (the CM has no keepalive and the
-    dead daemon sends no DREQ), so it is reported, then killed."""
+    first (rping then stops in its ERROR state, 11). Its server must be told too, within
+    `server_limit` s: by its RC retries if it had work in flight, else (waiting for the client's
+    next message, as Linux's would for ever) by rnicd's CM, whose probes of the silent peer go
+    unanswered (5 s idle + 4 probes 2 s apart): DISCONNECTED, and rping's server gives up."""
     global passed
     p = next_port()
     args = ["-a", server_ip, "-p", p, "-v", "-C", "1000000"]
@@ -239,20 +239,24 @@ def daemon_killed(label, server_ip, client_source, limit=30):
         return
     client_took = time.monotonic() - killed
     try:
-        server_rc, _ = server.finish(25)  # its retries end at ~17 s
-        server_note = f"server exited {server_rc} {time.monotonic() - killed:.1f} s after the kill"
+        server_rc, server_out = server.finish(max(1.0, server_limit - (time.monotonic() - killed)))
     except subprocess.TimeoutExpired:
-        server.output()
-        server_rc, server_note = None, "server idle (no work in flight), still waiting after 25 s"
+        server_out = server.output()
+        failures.append(f"{label}: the server still waits {server_limit} s after its peer's daemon died")
+        print(f"FAIL {label}: server hung\n--- server\n{server_out[-1500:]}", flush=True)
+        return
+    server_took = time.monotonic() - killed
     told = re.search(r"cma detected device removal|cq completion failed status \d+|wait for \w+ state 11", client_out)
+    server_told = re.search(r"server DISCONNECT EVENT|cq completion failed status \d+", server_out)
     pinged = "ping data: rdma-ping" in client_out
-    if client_rc <= 0 or told is None or not pinged or (server_rc is not None and server_rc < 0):
-        failures.append(f"{label}: client {client_rc} server {server_rc}, told {bool(told)}, pinged {pinged}")
-        print(f"FAIL {label}\n--- client\n{client_out[-1500:]}", flush=True)
+    if client_rc <= 0 or told is None or not pinged or server_rc < 0 or server_told is None:
+        failures.append(f"{label}: client {client_rc} server {server_rc}, told {bool(told)}/{bool(server_told)}, "
+                        f"pinged {pinged}")
+        print(f"FAIL {label}\n--- client\n{client_out[-1500:]}\n--- server\n{server_out[-1500:]}", flush=True)
         return
     passed += 1
     print(f"ok   {label}: client exited {client_rc} {client_took:.1f} s after the kill ({told.group(0)!r}); "
-          f"{server_note}", flush=True)
+          f"server exited {server_rc} {server_took:.1f} s after it ({server_told.group(0)!r})", flush=True)
 
 
 def listener_removed(label, server_ip, limit=20):

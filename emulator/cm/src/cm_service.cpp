@@ -47,6 +47,7 @@ CmService::Impl::Impl(CmConfig c, Resolver r, CmHooks* h)
         seed = (uint64_t{rd()} << 32) | rd();
     }
     rng.seed(seed);
+    liveness_timer.kind = kLivenessTimer;
     comm_id_operand = static_cast<uint32_t>(rng());
     handle_next = static_cast<uint32_t>(rng() & 0xFFFF);
     if (config.ephemeral_low == 0 || config.ephemeral_high < config.ephemeral_low) {
@@ -73,7 +74,7 @@ uint32_t CmService::Impl::next_comm_id() {
 
 Id* CmService::Impl::find(uint32_t owner, uint32_t handle) const noexcept {
     const auto it = ids.find(handle);
-    if (it == ids.end() || it->second->owner != owner) return nullptr;
+    if (it == ids.end() || it->second->owner != owner || it->second->orphan) return nullptr;
     // A connection request not yet taken is the listener's, not yet the application's.
     if (it->second->listener != 0) return nullptr;
     return it->second.get();
@@ -111,6 +112,13 @@ void CmService::Impl::free_id(Id& id, uint64_t) {
     timers.cancel(id.timewait_timer);
     timers.cancel(id.resolve_timer);
     remove_remote(id);
+    if (id.orphan) {
+        // Its application's share went when it was orphaned.
+        --orphans;
+        if (id.local_comm_id) by_comm_id.erase(id.local_comm_id);
+        ids.erase(id.handle);
+        return;
+    }
     if (id.in_sidr) {
         std::erase_if(remote_sidr, [&](const auto& kv) { return kv.second == &id; });
         id.in_sidr = false;
@@ -254,7 +262,7 @@ void CmService::destroy_owner(uint32_t owner, uint64_t now_ns) {
     // Untaken connection requests go with their listener.
     std::vector<uint32_t> victims;
     for (const auto& [h, p] : impl_->ids)
-        if (p->owner == owner && p->listener == 0) victims.push_back(h);
+        if (p->owner == owner && p->listener == 0 && !p->orphan) victims.push_back(h);
     for (uint32_t h : victims)
         if (const auto it = impl_->ids.find(h); it != impl_->ids.end()) impl_->destroy_ib(*it->second, now_ns);
     std::erase_if(impl_->channels, [&](const auto& kv) { return kv.second.owner == owner; });

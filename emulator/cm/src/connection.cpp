@@ -113,7 +113,7 @@ int CmService::connect(uint32_t owner, uint32_t id, const abi::CmConnParam& para
     return err;
 }
 
-int CmService::Impl::send_rtu(Id& id, uint64_t) {
+int CmService::Impl::send_rtu(Id& id, uint64_t now) {
     if (id.ib != IbState::RepRcvd && id.ib != IbState::MraRepSent) return EINVAL;
     wire::CmRtu rtu;
     rtu.local_comm_id = id.local_comm_id;
@@ -121,6 +121,7 @@ int CmService::Impl::send_rtu(Id& id, uint64_t) {
     id.saved_private.fill(0);
     id.ib = IbState::Established;
     ++counters.established;
+    peer_connected(id, now);
     send_cm(id.route, rtu, id.tid);
     return 0;
 }
@@ -319,12 +320,13 @@ void CmService::Impl::send_mra_delayed(Id& id) {
     id.saved_private.fill(0);
 }
 
-int CmService::Impl::cm_establish(Id& id, uint64_t) {
+int CmService::Impl::cm_establish(Id& id, uint64_t now) {
     if (id.ib == IbState::Established) return EISCONN;
     if (id.ib != IbState::RepSent && id.ib != IbState::MraRepRcvd) return EINVAL;
     id.ib = IbState::Established;
     cancel_send(id);
     ++counters.established;
+    peer_connected(id, now);
     if (id.state == RdmaState::Connect) queue_event(id, event_for(id, EventType::Established, 0));
     return 0;
 }
@@ -340,6 +342,36 @@ int CmService::notify(uint32_t owner, uint32_t id, uint32_t event, uint64_t now_
 }
 
 // ---- destroy ----
+
+// Linux cancels the DREQ when the id goes (cm_destroy_id): a lost DREQ, and a program that
+// destroys its id right after rdma_disconnect (rping, ucmatose do), leave the peer connected
+// until its own traffic fails, forever for a peer that only waits. Here the connection outlives
+// the id: the DREQ is retried as if the application waited, the peer's DREQ is answered, and the
+// id goes when its timewait ends. The application's share of it (limit, port, channel) goes now.
+bool CmService::Impl::orphan_disconnect(Id& id, uint64_t now) {
+    if (orphans >= kMaxOrphans) return false;
+    id.timeout_ms = std::min(id.timeout_ms, kOrphanMaxWaitMs);
+    if (id.ib == IbState::Established) {
+        send_dreq(id, now);
+    } else if (id.sending && id.send_timeout_ms > kOrphanMaxWaitMs) {
+        id.send_timeout_ms = kOrphanMaxWaitMs;
+        timers.arm(id.send_timer, now + uint64_t{kOrphanMaxWaitMs} * 1'000'000);
+    }
+    release_port(id);
+    std::erase(resolving, id.handle);
+    if (const auto ch = channels.find(id.channel); ch != channels.end()) {
+        std::erase_if(ch->second.events, [&](const abi::CmEvent& e) { return e.id == id.handle; });
+        --ch->second.ids;
+    }
+    id.channel = 0;
+    const uint32_t owner = id.owner;
+    id.owner = 0;
+    id.orphan = true;
+    ++orphans;
+    ++counters.orphaned_disconnects;
+    if (hooks) hooks->id_released(owner);
+    return true;
+}
 
 void CmService::Impl::destroy_ib(Id& id, uint64_t now) {
     id.state = RdmaState::Destroying;
@@ -373,12 +405,10 @@ void CmService::Impl::destroy_ib(Id& id, uint64_t now) {
             send_rej(id, wire::CmRejReason::ConsumerDefined, {}, {}, now);
             break;
         case IbState::Established:
-            // One DREQ, not retried: the id will not be there to hear the DREP.
-            send_dreq(id, now);
-            cancel_send(id);
-            enter_timewait(id, now);
-            break;
         case IbState::DreqSent:
+            if (orphan_disconnect(id, now)) return;
+            // Too many orphans already: one DREQ, not retried, as Linux does.
+            if (id.ib == IbState::Established) send_dreq(id, now);
             cancel_send(id);
             enter_timewait(id, now);
             break;

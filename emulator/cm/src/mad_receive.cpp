@@ -76,6 +76,10 @@ void CmService::receive(const MadRoute& from, std::span<const uint8_t> bytes, ui
         return;
     }
     const wire::Mad& mad = *parsed;
+    if (!m.peers.empty()) {
+        m.heard_from(from.remote_gid, now_ns);
+        if (m.take_probe_answer(from, mad)) return;
+    }
     const auto method = mad.header.method;
     if (method == wire::MadMethod::Get || method == wire::MadMethod::Set) {
         m.on_get(from, mad);
@@ -422,7 +426,7 @@ void CmService::Impl::on_rep(const MadRoute& from, const wire::Mad& mad, const w
     queue_event(*id, ev);
 }
 
-void CmService::Impl::on_rtu(const wire::CmRtu& rtu, uint64_t) {
+void CmService::Impl::on_rtu(const wire::CmRtu& rtu, uint64_t now) {
     ++counters.rtu_received;
     Id* id = acquire(rtu.remote_comm_id, rtu.local_comm_id);
     if (!id) {
@@ -433,13 +437,10 @@ void CmService::Impl::on_rtu(const wire::CmRtu& rtu, uint64_t) {
         ++counters.duplicates;
         return;
     }
-    id->ib = IbState::Established;
-    cancel_send(*id);
-    ++counters.established;
-    if (id->state == RdmaState::Connect) queue_event(*id, event_for(*id, EventType::Established, 0));
+    cm_establish(*id, now);
 }
 
-void CmService::Impl::on_dreq(const MadRoute& from, const wire::Mad& mad, const wire::CmDreq& dreq, uint64_t) {
+void CmService::Impl::on_dreq(const MadRoute& from, const wire::Mad& mad, const wire::CmDreq& dreq, uint64_t now) {
     ++counters.dreq_received;
     Id* id = acquire(dreq.remote_comm_id, dreq.local_comm_id);
     if (!id) {
@@ -478,6 +479,10 @@ void CmService::Impl::on_dreq(const MadRoute& from, const wire::Mad& mad, const 
     }
     id->ib = IbState::DreqRcvd;
     id->tid = mad.header.transaction_id;
+    if (id->orphan) {
+        send_drep(*id, now);
+        return;
+    }
     if (id->state == RdmaState::Connect) {
         id->state = RdmaState::Disconnect;
         queue_event(*id, with_private(event_for(*id, EventType::Disconnected, 0), dreq.private_data));

@@ -125,6 +125,7 @@ void CmService::Impl::send_timed_out(Id& id, uint64_t now) {
 }
 
 void CmService::Impl::remove_remote(Id& id) {
+    peer_disconnected(id);
     if (id.in_remote_ids) {
         remote_ids.erase({id.remote_ca_guid, id.remote_comm_id});
         id.in_remote_ids = false;
@@ -147,13 +148,18 @@ void CmService::Impl::enter_timewait(Id& id, uint64_t now) {
     remove_remote(id);
     cancel_send(id);
     id.ib = IbState::Timewait;
-    timers.arm(id.timewait_timer, now + uint64_t{ms_of(id.av_timeout)} * 1'000'000);
+    const uint32_t wait_ms = id.orphan ? std::min(ms_of(id.av_timeout), kOrphanMaxWaitMs) : ms_of(id.av_timeout);
+    timers.arm(id.timewait_timer, now + uint64_t{wait_ms} * 1'000'000);
 }
 
 void CmService::Impl::timewait_expired(Id& id) {
     if (id.ib != IbState::Timewait) return;
     id.ib = IbState::Idle;
     ++counters.timewait_exits;
+    if (id.orphan) {
+        free_id(id, 0);
+        return;
+    }
     if (id.state == RdmaState::Disconnect) queue_event(id, event_for(id, EventType::TimewaitExit, 0));
 }
 
@@ -177,6 +183,10 @@ void CmService::Impl::issue_drep(const MadRoute& to, const wire::Mad& received, 
 void CmService::advance(uint64_t now_ns) {
     Impl& m = *impl_;
     while (common::Timer* t = m.timers.pop_due(now_ns)) {
+        if (t == &m.liveness_timer) {
+            m.liveness_tick(now_ns);
+            continue;
+        }
         const auto it = m.ids.find(t->owner);
         if (it == m.ids.end()) continue;
         Id& id = *it->second;

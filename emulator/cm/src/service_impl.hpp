@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,13 @@ inline constexpr uint8_t kIboePacketLifeTime = 18;
 // when the peer sends it again: service timeout 2^24 * 4.096 us (69 s). Linux's
 // CMA_CM_MRA_SETTING carries IB_CM_MRA_FLAG_DELAY: the MRA goes out only with a duplicate.
 inline constexpr uint8_t kMraServiceTimeout = 24;
+// Ids destroyed while connected that the CM keeps until their disconnect is done: each lives at
+// most max_cm_retries DREQ timeouts plus a timewait, and each was a connected id, so a client
+// reaches this only by connecting and destroying faster than peers answer. Past it, Linux's way.
+inline constexpr uint32_t kMaxOrphans = 4096;
+// An orphan's DREQ timeout and timewait at most this long, whatever the peer's REQ or REP asked
+// (up to 2^23 ms): its life is bounded by about two minutes, not by the peer.
+inline constexpr uint32_t kOrphanMaxWaitMs = 8192;
 
 // cm_convert_to_ms: 4.096 us * 2^t in milliseconds, roughly.
 inline uint32_t ms_of(uint8_t iba_time) noexcept {
@@ -84,7 +92,7 @@ struct Path {
     uint8_t rate = 0;
 };
 
-enum TimerKind : uint8_t { kSendTimer = 0, kTimewaitTimer = 1, kResolveTimer = 2 };
+enum TimerKind : uint8_t { kSendTimer = 0, kTimewaitTimer = 1, kResolveTimer = 2, kLivenessTimer = 3 };
 
 struct BindList;
 
@@ -155,6 +163,7 @@ struct Id {
     bool in_remote_ids = false;
     bool in_remote_qpns = false;
     bool in_sidr = false;
+    bool in_peer = false;  // counted among its peer's connections (peer_liveness.cpp)
     MadRoute route;  // where this connection's MADs go
 
     // The MAD waiting for an answer (REQ, REP, DREQ, SIDR_REQ) and its retransmissions.
@@ -170,6 +179,10 @@ struct Id {
     common::Timer timewait_timer;
     common::Timer resolve_timer;
     uint32_t events_reported = 0;
+    // Destroyed by its application while connected: the CM alone keeps it, to finish the
+    // disconnect the peer is owed (DREQ retried until answered, a crossing DREQ answered),
+    // and frees it when its timewait ends.
+    bool orphan = false;
 };
 
 // The ids bound to one port of one port space (Linux's rdma_bind_list).
@@ -177,6 +190,16 @@ struct BindList {
     uint16_t port_space = 0;
     uint16_t port = 0;
     std::vector<Id*> owners;
+};
+
+// A node this CM has connections with, and whether it still answers (peer_liveness.cpp).
+struct Peer {
+    MadRoute route;
+    std::unordered_set<uint32_t> connections;  // ids, established or disconnecting
+    uint64_t last_heard = 0;                   // the last MAD from it, or its first connection
+    uint32_t probes_unanswered = 0;
+    uint64_t probe_sent = 0;
+    uint64_t probe_tid = 0;
 };
 
 struct Channel {
@@ -229,8 +252,9 @@ struct CmService::Impl {
     void send_mra_delayed(Id& id);  // Linux's ib_send_cm_mra with IB_CM_MRA_FLAG_DELAY
     int cm_establish(Id& id, uint64_t now);
     // rdma_destroy_id: what the IB CM state calls for on the wire, then the id is freed (with the
-    // connection requests a listener holds untaken).
+    // connection requests a listener holds untaken), or orphaned while its disconnect completes.
     void destroy_ib(Id& id, uint64_t now);
+    bool orphan_disconnect(Id& id, uint64_t now);
 
     // ---- mad_receive.cpp ----
     void on_req(const MadRoute& from, const wire::Mad& mad, const wire::CmReq& req, uint64_t now);
@@ -268,6 +292,17 @@ struct CmService::Impl {
     void count_sent(wire::CmAttr attr);
     MadRoute route_of(const Path& p) const;
 
+    // ---- peer_liveness.cpp ----
+    bool liveness_on() const noexcept;
+    uint32_t liveness_tick_ms() const noexcept;
+    void peer_connected(Id& id, uint64_t now);  // the id's connection is established
+    void peer_disconnected(Id& id);             // ... or over
+    void heard_from(const wire::Gid& gid, uint64_t now);
+    bool take_probe_answer(const MadRoute& from, const wire::Mad& mad);  // the answer to a probe of ours
+    void send_probe(Peer& p, uint64_t now);
+    void liveness_tick(uint64_t now);
+    void peer_lost(const std::array<uint8_t, 16>& gid, uint64_t now);
+
     // ---- qp_attr.cpp ----
     int init_qp_attr(Id& id, uint32_t qp_state, abi::CmInitQpAttrReply& out);
     uint32_t default_qkey(Id& id);  // cma_set_qkey(id, 0)
@@ -281,6 +316,7 @@ struct CmService::Impl {
     uint32_t comm_id_next = 0;
     uint32_t handle_next = 0;
     uint32_t last_used_port = 0;
+    uint32_t orphans = 0;
 
     std::unordered_map<uint32_t, std::unique_ptr<Id>> ids;
     std::unordered_map<uint32_t, Channel> channels;
@@ -290,6 +326,9 @@ struct CmService::Impl {
     std::map<std::pair<std::array<uint8_t, 16>, uint32_t>, Id*> remote_sidr;  // (GID, request id)
     std::map<std::pair<uint16_t, uint16_t>, BindList> binds;                  // (port space, port)
     std::vector<uint32_t> resolving;                                          // ids in ADDR_QUERY
+    std::map<std::array<uint8_t, 16>, Peer> peers;  // by GID
+    common::Timer liveness_timer;
+    uint32_t probe_seq = 0;
     common::TimerQueue timers;
     std::deque<OutboundMad> outbound;
 };

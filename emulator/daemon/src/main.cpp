@@ -189,6 +189,9 @@ int main(int argc, char** argv) {
         sc.user_limits_default = opt.user_limits_default;
         sc.user_limits = opt.user_limits;
         sc.pinned_pages = pinned_pages;
+        sc.cm_keepalive_idle_ms = opt.cm_keepalive.idle_ms;
+        sc.cm_keepalive_probe_ms = opt.cm_keepalive.probe_ms;
+        sc.cm_keepalive_probes = opt.cm_keepalive.probes;
         sc.mac = d.self.mac;
         sc.ipv4 = d.self.ipv4;
         sc.prefix_length = d.self.prefix_length;

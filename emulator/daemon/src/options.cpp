@@ -46,6 +46,9 @@ const char* usage() {
            "  --qpc-cache N/W, --mpt-cache N/W, --mtt-cache N/W\n"
            "                    the RNIC caches' entries and ways (defaults 256/4, 256/4, 2048/8;\n"
            "                    0 turns one off): hits, misses, evictions in `rnicctl cache`\n"
+           "  --cm-keepalive IDLE/PROBE/N  peers with connections that send no MAD for IDLE ms are\n"
+           "                    probed every PROBE ms; N unanswered probes end their connections\n"
+           "                    (DISCONNECTED, -ETIMEDOUT). Default 5000/2000/4; 0: never, as Linux\n"
            "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
            "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
            "                    mbuf pool holds them all, two bursts and the cache\n"
@@ -88,6 +91,25 @@ bool parse_cache(const std::string& s, CacheOption& out) {
     out = {static_cast<uint32_t>(entries), static_cast<uint32_t>(entries == 0 ? 1 : ways)};
     return true;
 }
+// "IDLE/PROBE/N", or "0" (off).
+bool parse_keepalive(const std::string& s, KeepaliveOption& out) {
+    if (s == "0") {
+        out = {0, 0, 0};
+        return true;
+    }
+    uint64_t v[3] = {};
+    size_t at = 0;
+    for (int i = 0; i < 3; ++i) {
+        const size_t end = i < 2 ? s.find('/', at) : s.size();
+        if (end == std::string::npos || !parse_u64(s.substr(at, end - at), v[i])) return false;
+        at = end + 1;
+    }
+    const auto ms_ok = [](uint64_t ms) { return ms >= 10 && ms <= 3'600'000; };
+    if (!ms_ok(v[0]) || !ms_ok(v[1]) || v[2] < 1 || v[2] > 100) return false;
+    out = {static_cast<uint32_t>(v[0]), static_cast<uint32_t>(v[1]), static_cast<uint32_t>(v[2])};
+    return true;
+}
+
 // A user or group by name, or a number.
 std::optional<uint32_t> id_of(const std::string& s, bool is_group) {
     uint64_t n = 0;
@@ -167,7 +189,8 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             a == "--log-level" || a == "--idle-sleep-us" || a == "--spin-us" || a == "--stream-spin-us" ||
             a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
-            a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit";
+            a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
+            a == "--cm-keepalive";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -234,6 +257,10 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             uint64_t n = 0;
             if (!parse_u64(v, n) || n < 64 || n > 16384) return U{a + " wants 64..16384, got '" + v + "'"};
             (a == "--rx-desc" ? o.rx_descriptors : o.tx_descriptors) = static_cast<uint16_t>(n);
+        } else if (a == "--cm-keepalive") {
+            if (!parse_keepalive(v, o.cm_keepalive))
+                return U{"--cm-keepalive wants IDLE_MS/PROBE_MS/PROBES (10..3600000 ms, 1..100 probes) or 0, got '" +
+                         v + "'"};
         } else if (a == "--cache-miss-ns") {
             if (!parse_u64(v, o.cache_miss_ns) || o.cache_miss_ns > 1'000'000)
                 return U{"--cache-miss-ns wants 0..1000000, got '" + v + "'"};

@@ -52,8 +52,16 @@ inline constexpr CacheOption kDefaultQpcCache{256, 4};
 inline constexpr CacheOption kDefaultMptCache{256, 4};
 inline constexpr CacheOption kDefaultMttCache{2048, 8};
 
+// --cm-keepalive IDLE_MS/PROBE_MS/PROBES (docs/rdma_cm.md, "Peer liveness").
+struct KeepaliveOption {
+    uint32_t idle_ms = 5000;
+    uint32_t probe_ms = 2000;
+    uint32_t probes = 4;
+};
+
 struct Options {
     std::vector<PortOptions> ports;  // at least one after a successful parse
+    KeepaliveOption cm_keepalive;
     CacheOption qpc_cache = kDefaultQpcCache;
     CacheOption mpt_cache = kDefaultMptCache;
     CacheOption mtt_cache = kDefaultMttCache;

@@ -77,11 +77,21 @@ struct Sent {
     uint16_t attr() const { return mad.mad.header.attribute_id; }
 };
 
+// Peer liveness probes (keepalive_idle_ms/probe_ms/probes); off unless a test asks: the other
+// tests count MADs and silence links as Linux's CM, which has none.
+struct Keepalive {
+    uint32_t idle_ms = 0, probe_ms = 0, probes = 0;
+};
+
 struct Side {
     Side(const char* side_name, const char* v4, const char* v6, const char* ll, uint64_t guid, uint64_t seed,
-         std::function<rnic::cm::Resolution(const Gid&, uint64_t, rnic::wire::MacAddr&)> resolver)
+         std::function<rnic::cm::Resolution(const Gid&, uint64_t, rnic::wire::MacAddr&)> resolver,
+         Keepalive keepalive)
         : name(side_name) {
         rnic::cm::CmConfig c;
+        c.keepalive_idle_ms = keepalive.idle_ms;
+        c.keepalive_probe_ms = keepalive.probe_ms;
+        c.keepalive_probes = keepalive.probes;
         c.node_guid = guid;
         c.local_ca_ack_delay = 15;
         c.active_mtu = 3;
@@ -96,9 +106,9 @@ struct Side {
 
 class Link {
 public:
-    Link()
-        : a("A", "10.0.0.1", "fd00::1", "fe80::1", 0x0200'00FF'FE00'0001ull, 11, resolver_for('A')),
-          b("B", "10.0.0.2", "fd00::2", "fe80::2", 0x0200'00FF'FE00'0002ull, 22, resolver_for('B')) {}
+    explicit Link(Keepalive keepalive = {})
+        : a("A", "10.0.0.1", "fd00::1", "fe80::1", 0x0200'00FF'FE00'0001ull, 11, resolver_for('A'), keepalive),
+          b("B", "10.0.0.2", "fd00::2", "fe80::2", 0x0200'00FF'FE00'0002ull, 22, resolver_for('B'), keepalive) {}
 
     Side a, b;
     uint64_t now = 1'000 * kMs;
@@ -290,13 +300,14 @@ inline uint32_t start_connect(Link& link, App& client, const abi::CmAddress& dst
 }
 
 inline Connected connect_pair(Link& link, App& client, App& server, uint16_t port = 7174,
-                              const char* server_ip = "10.0.0.2") {
+                              const char* server_ip = "10.0.0.2", uint32_t client_qpn = 0x11,
+                              uint32_t server_qpn = 0x22) {
     Connected c;
     c.listener = listen_on(server, addr(server_ip, port));
-    c.client = start_connect(link, client, addr(server_ip, port), conn_param(0x11, "hello"));
+    c.client = start_connect(link, client, addr(server_ip, port), conn_param(client_qpn, "hello"));
     const auto req = server.expect(EventType::ConnectRequest);
     c.server = req.id;
-    REQUIRE(server.svc().accept(server.owner, c.server, conn_param(0x22, "welcome"), link.now) == 0);
+    REQUIRE(server.svc().accept(server.owner, c.server, conn_param(server_qpn, "welcome"), link.now) == 0);
     link.pump();
     client.expect(EventType::ConnectResponse);
     REQUIRE(client.svc().accept(client.owner, c.client, conn_param(0), link.now) == 0);

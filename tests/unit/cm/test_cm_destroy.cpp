@@ -124,11 +124,12 @@ TEST_CASE("destroying the active side in each state sends what Linux sends", "[c
         link.run_for(100'000);
         CHECK(link.count('B', CmAttr::Rep) == 1);
     }
-    SECTION("established: one DREQ; the peer is DISCONNECTED, its DREP unanswered") {
+    SECTION("established: a DREQ the CM sees answered after the id is gone; then it goes") {
         Link link;
         App client(link.a, 1), server(link.b, 2);
         const auto c = connect_pair(link, client, server);
         client.destroy(c.client, link.now);
+        CHECK(link.a.hooks.ids[1] == 0);  // the application's share goes with the destroy
         link.pump();
         CHECK(link.count('A', CmAttr::Dreq) == 1);
         server.expect(EventType::Disconnected);
@@ -137,6 +138,9 @@ TEST_CASE("destroying the active side in each state sends what Linux sends", "[c
         CHECK(link.count('B', CmAttr::Drep) == 1);
         CHECK(link.count('A', CmAttr::Dreq) == 1);
         server.expect(EventType::TimewaitExit);
+        client.expect_none();
+        CHECK(link.a.svc->counters().orphaned_disconnects == 1);
+        CHECK(link.a.svc->id_count() == 0);
     }
     SECTION("DREQ received: the DREP goes out with the destroy") {
         Link link;
@@ -150,17 +154,73 @@ TEST_CASE("destroying the active side in each state sends what Linux sends", "[c
         CHECK(link.count('A', CmAttr::Drep) == 1);
         server.expect(EventType::Disconnected);
     }
-    SECTION("DREQ sent, or in timewait: nothing more") {
+    SECTION("DREQ sent and lost, the id destroyed at once (rping): the DREQ is still retried") {
+        // Linux cancels the DREQ here and the peer that only waits never hears of the end.
+        Link link;
+        App client(link.a, 1), server(link.b, 2);
+        const auto c = connect_pair(link, client, server);
+        bool dropped_one = false;
+        link.drop_if = [&](const Sent& s) {
+            if (dropped_one || s.from != 'A' || s.attr() != static_cast<uint16_t>(CmAttr::Dreq)) return false;
+            return dropped_one = true;
+        };
+        REQUIRE(client.svc().disconnect(client.owner, c.client, link.now) == 0);
+        client.destroy(c.client, link.now);
+        link.pump();
+        server.expect_none();
+        link.run_for(6144);  // the active side's DREQ waits as long as its REQ did
+        CHECK(link.count('A', CmAttr::Dreq) == 2);
+        server.expect(EventType::Disconnected);
+        REQUIRE(server.svc().disconnect(server.owner, c.server, link.now) == 0);
+        link.run_for(100'000);
+        CHECK(link.count('A', CmAttr::Dreq) == 2);
+        CHECK(link.a.svc->id_count() == 0);
+        client.expect_none();
+    }
+    SECTION("the peer's DREQ crossing ours after the destroy is answered") {
+        Link link;
+        App client(link.a, 1), server(link.b, 2);
+        const auto c = connect_pair(link, client, server);
+        link.drop_if = [](const Sent& s) { return s.from == 'A' && s.attr() == static_cast<uint16_t>(CmAttr::Dreq); };
+        REQUIRE(client.svc().disconnect(client.owner, c.client, link.now) == 0);
+        client.destroy(c.client, link.now);
+        link.pump();
+        REQUIRE(server.svc().disconnect(server.owner, c.server, link.now) == 0);
+        link.pump();
+        CHECK(link.count('A', CmAttr::Drep) == 1);
+        link.run_for(10'000);
+        server.expect(EventType::Disconnected);
+        server.expect(EventType::TimewaitExit);
+        CHECK(link.a.svc->id_count() == 0);
+    }
+    SECTION("DREQ sent, the peer gone: retried 15 times after the destroy, then the id goes") {
         Link link;
         App client(link.a, 1), server(link.b, 2);
         const auto c = connect_pair(link, client, server);
         link.drop_all = true;
         REQUIRE(client.svc().disconnect(client.owner, c.client, link.now) == 0);
         link.pump();
+        client.destroy(c.client, link.now);
+        link.run_for(17 * 6144);
+        CHECK(link.count('A', CmAttr::Dreq) == 16);
+        CHECK(link.a.svc->id_count() == 0);
+        client.expect_none();
+    }
+    SECTION("in timewait: nothing more") {
+        Link link;
+        App client(link.a, 1), server(link.b, 2);
+        const auto c = connect_pair(link, client, server);
+        REQUIRE(client.svc().disconnect(client.owner, c.client, link.now) == 0);
+        link.pump();
+        server.expect(EventType::Disconnected);
+        REQUIRE(server.svc().disconnect(server.owner, c.server, link.now) == 0);
+        link.pump();
+        client.expect(EventType::Disconnected);
         const size_t before = link.log.size();
         client.destroy(c.client, link.now);
         link.run_for(100'000);
         CHECK(link.log.size() == before);
+        CHECK(link.a.svc->id_count() == 0);
     }
 }
 
@@ -216,7 +276,8 @@ TEST_CASE("a session's end destroys its ids as a process's death does", "[cm]") 
     start_connect(link, client, addr("10.0.0.2", 7174), conn_param(9));  // left untaken on B
     link.b.svc->destroy_owner(server.owner, link.now);
     link.pump();
-    CHECK(link.b.svc->id_count() == 0);
+    CHECK(link.b.svc->id_count() == 1);  // the connected one, finishing its disconnect
+    CHECK(link.b.hooks.ids[2] == 0);
     CHECK(link.b.svc->channel_count() == 0);
     CHECK(link.count('B', CmAttr::Dreq) == 1);
     CHECK(link.count('B', CmAttr::Rej) == 1);
@@ -232,5 +293,8 @@ TEST_CASE("a session's end destroys its ids as a process's death does", "[cm]") 
     link.a.svc->destroy_owner(client.owner, link.now);
     CHECK(link.a.svc->id_count() == 0);
     CHECK(link.a.hooks.ids[1] == 0);
+    link.run_for(10'000);  // B's DREQ was answered by A's close: B's orphan leaves with its timewait
+    CHECK(link.b.svc->id_count() == 0);
+    CHECK(link.count('B', CmAttr::Dreq) == 1);
     (void)c;
 }

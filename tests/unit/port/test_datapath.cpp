@@ -285,6 +285,18 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     REQUIRE(plain);
     CHECK(plain->sched == daemon::Sched::Fifo);
     CHECK(plain->idle_sleep_max_us == 0);  // chosen by mode at start
+    CHECK(plain->cm_keepalive.idle_ms == 5000);
+    CHECK(plain->cm_keepalive.probes == 4);
+    auto keepalive = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cm-keepalive", "500/200/3"});
+    REQUIRE(keepalive);
+    CHECK(keepalive->cm_keepalive.idle_ms == 500);
+    CHECK(keepalive->cm_keepalive.probe_ms == 200);
+    CHECK(keepalive->cm_keepalive.probes == 3);
+    auto no_keepalive = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cm-keepalive", "0"});
+    REQUIRE(no_keepalive);
+    CHECK(no_keepalive->cm_keepalive.idle_ms == 0);
+    for (const char* bad : {"500/200", "5/200/3", "500/200/0", "500/200/3/1", "a/b/c", ""})
+        CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cm-keepalive", bad}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--sched", "rr"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--spin-us", "-1"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0"}));

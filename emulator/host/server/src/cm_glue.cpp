@@ -41,6 +41,9 @@ cm::CmConfig HostService::Impl::cm_config() const {
     const uint8_t g[8] = {uint8_t(m[0] ^ 2), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
     for (uint8_t b : g) c.node_guid = (c.node_guid << 8) | b;
     c.local_ca_ack_delay = 15;
+    c.keepalive_idle_ms = config.cm_keepalive_idle_ms;
+    c.keepalive_probe_ms = config.cm_keepalive_probe_ms;
+    c.keepalive_probes = config.cm_keepalive_probes;
     c.active_mtu = static_cast<uint32_t>(engine.query_port().active_mtu);
     // The GID table: the IPv4 GID first, then the IPv6 addresses in config.ipv6's order.
     const auto& gids = engine.gids();

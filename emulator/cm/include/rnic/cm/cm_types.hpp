@@ -146,6 +146,12 @@ struct CmConfig {
     uint32_t hi_tid = 1;         // upper half of the transaction IDs this CM makes (Linux: the MAD agent's)
     uint64_t seed = 0;           // communication IDs, PSNs and ports; 0: from std::random_device
     size_t max_outbound = 4096;  // MADs queued for the port; past it one is dropped (and resent later)
+    // Peers with connections that fall silent are probed (peer_liveness.cpp): after idle_ms
+    // without a MAD from them, a probe every probe_ms; `probes` unanswered and their connections
+    // are DISCONNECTED (-ETIMEDOUT). idle_ms 0: never (Linux's behaviour).
+    uint32_t keepalive_idle_ms = 5000;
+    uint32_t keepalive_probe_ms = 2000;
+    uint32_t keepalive_probes = 4;
 };
 
 // Where a MAD goes, or came from (`remote_*`: the peer).
@@ -210,6 +216,10 @@ public:
     X(requests_dropped)     /* REQ or SIDR_REQ not taken: backlog, owner's limit, full channel */  \
     X(outbound_dropped)     /* MADs dropped with the outbound queue full */                        \
     X(established)                                                                                 \
+    X(keepalives_sent)      /* probes of silent peers with connections */                          \
+    X(keepalive_answers)                                                                           \
+    X(peers_lost)           /* peers that stopped answering: their connections DISCONNECTED */     \
+    X(orphaned_disconnects) /* ids destroyed while connected, the CM finishing their disconnect */ \
     X(timewait_exits)
 
 struct CmCounters {

@@ -65,6 +65,11 @@ struct ServerConfig {
     // Registered pages per client process; share one between the services of one daemon (a
     // process's RLIMIT_MEMLOCK covers its registrations on every device). Null: a ledger of its own.
     std::shared_ptr<PinnedPages> pinned_pages;
+    // The CM's probes of silent peers with connections (docs/rdma_cm.md, "Peer liveness"): idle
+    // ms before the first, ms between probes, how many unanswered end the connections; idle 0: off.
+    uint32_t cm_keepalive_idle_ms = 5000;
+    uint32_t cm_keepalive_probe_ms = 2000;
+    uint32_t cm_keepalive_probes = 4;
 };
 
 // The run directory rnicd uses without --run-dir: $RNIC_RUN_DIR, else /run/rnic.
