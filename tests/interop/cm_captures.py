@@ -1,6 +1,7 @@
 """The CM MADs of an interop capture, from rnic-pcap's JSON: which exchange each belongs to (by
 the rdma_cm port of its REQ or SIDR_REQ and the communication ids that follow), who sent what,
-and which MADs were sent again.
+and which MADs were sent again. rnicd's probes of silent peers (a Get(ClassPortInfo) to the
+peer's CM, docs/rdma_cm.md "Beyond Linux") and their answers are paired apart by transaction id.
 
 A MAD counts as *resent* when its sender already sent one with the same attribute, transaction
 id and communication ids: REQ, REP, DREQ and SIDR_REQ come again when their answer times out
@@ -11,6 +12,30 @@ import struct
 import subprocess
 
 TIMED = ("REQ", "REP", "DREQ", "SIDR_REQ")  # what a CM retransmits on its own timer
+METHOD_GET, METHOD_GET_RESP = 0x01, 0x81
+
+
+def probes(packets):
+    """Pairs the CM-class Get(ClassPortInfo) probes with their GetResp answers by (prober, TID).
+    Returns ({prober ip: {"sent": n, "answered": n}}, the rest of the packets, answers nobody
+    asked for)."""
+    asked, counts, rest, stray = {}, {}, [], []
+    for p in packets:
+        m = p["mad"]
+        probe = m.get("mgmt_class") == 7 and m.get("attribute") == "ClassPortInfo" and "cm" not in m
+        if probe and m.get("method") == METHOD_GET:
+            asked[(p["src"], m["transaction_id"])] = False
+            counts.setdefault(p["src"], {"sent": 0, "answered": 0})["sent"] += 1
+        elif probe and m.get("method") == METHOD_GET_RESP:
+            key = (p["dst"], m["transaction_id"])
+            if key in asked and not asked[key]:
+                asked[key] = True
+                counts[p["dst"]]["answered"] += 1
+            else:
+                stray.append(p)
+        else:
+            rest.append(p)
+    return counts, rest, stray
 
 
 def mads(rnic_pcap, pcap):
@@ -43,10 +68,12 @@ class Exchange:
 
 def exchanges(packets):
     """Groups the MADs into exchanges; returns (list of Exchange, per-sender resend counts,
-    MADs matching no exchange). Counts: {sender ip: {"timer": {attr: n}, "answer": {attr: n}}}."""
+    MADs matching no exchange). Counts: {sender ip: {"timer": {attr: n}, "answer": {attr: n}}}.
+    Probes and their answers are not exchanges (probes()); an answer to no probe is unmatched."""
     by_comm = {}  # (ip, comm id) -> Exchange
     seen = set()
-    found, resent, unmatched = [], {}, []
+    found, resent = [], {}
+    _, packets, unmatched = probes(packets)
     for p in packets:
         m, src, dst = p["mad"], p["src"], p["dst"]
         if m.get("mgmt_class") != 7 or "cm" not in m:

@@ -660,9 +660,11 @@ class Runner:
         for pcap in captures:
             rc, failed, packets = cm_captures.mads(self.a.rnic_pcap, pcap)
             exchanges, _, unmatched = cm_captures.exchanges(packets)
+            probed, _, _ = cm_captures.probes(packets)
             ok = rc == 0 and not failed and packets and not unmatched
             self.say(f"rnic-pcap {os.path.basename(pcap)}: exit {rc}, {len(packets)} CM MADs decoded, "
-                     f"{len(exchanges)} exchanges, {len(unmatched)} unmatched, {len(failed)} failed")
+                     f"{len(exchanges)} exchanges, {len(unmatched)} unmatched, {len(failed)} failed; "
+                     f"rnicd's probes of rxe {probed.get(bedlib.RNIC_IP, {'sent': 0, 'answered': 0})}")
             if not ok:
                 self.failures.append(f"rnic-pcap {os.path.basename(pcap)}: exit {rc}, {len(packets)} MADs, "
                                      f"failed {failed[:3]}, unmatched {len(unmatched)}")

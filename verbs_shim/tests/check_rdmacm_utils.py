@@ -192,6 +192,39 @@ def rping(label, server_ip, count, size=None):
         print(f"FAIL {label}: {pings} pings of {count}", flush=True)
 
 
+def cmtime(server_ip, conns, limit=120):
+    """cmtime: `conns` connections at once (issue 13's figure), every step timed by cmtime itself.
+    Its server serves until killed, so only the client's exit and table are judged."""
+    global passed
+    label = f"cmtime -c {conns}"
+    p = next_port()
+    server = Program(["cmtime", "-b", server_ip, "-p", p, "-c", conns])
+    if not listening(p):
+        failures.append(f"{label}: the server never listened on {p}")
+        print(f"FAIL {label}: no listener\n{server.output()[-2000:]}", flush=True)
+        return
+    try:
+        r = subprocess.run(on("b", ["cmtime", "-s", server_ip, "-p", p, "-c", conns]), capture_output=True,
+                           text=True, timeout=limit, stdin=subprocess.DEVNULL)
+        out = r.stdout + r.stderr
+    except subprocess.TimeoutExpired:
+        failures.append(f"{label}: the client still runs after {limit} s")
+        print(f"FAIL {label}: timed out\n--- server\n{server.output()[-2000:]}", flush=True)
+        return
+    server_out = server.output()
+    steps = dict(re.findall(r"^(\w[\w ]*?)\s*:\s+([0-9.]+)", out, re.M))
+    bad = [w for w in BAD_WORDS if w in out + server_out]
+    if r.returncode != 0 or "connect" not in steps or bad:
+        failures.append(f"{label}: client exit {r.returncode}, steps {sorted(steps)}, {bad}")
+        print(f"FAIL {label}\n--- client\n{out[-2000:]}\n--- server\n{server_out[-2000:]}", flush=True)
+        return
+    passed += 1
+    ms = float(steps["connect"])
+    print(f"ok   {label}: {conns} connections in {ms:.0f} ms ({int(conns) / ms * 1000:,.0f}/s); resolve addr "
+          f"{steps.get('resolve addr', '?')} ms, create qp {steps.get('create qp', '?')} ms, disconnect "
+          f"{steps.get('disconnect', '?')} ms", flush=True)
+
+
 def expect_failure(label, args, expect, limit=30):
     """A client alone (nobody listens): a clean error exit with `expect`, within `limit` s."""
     global passed
@@ -389,6 +422,7 @@ try:
             run_pair("ib_write_lat -R", ["ib_write_lat", "-R", "-F", "-p", p, "-n", "100"],
                      ["ib_write_lat", "-R", "-F", "-p", p, "-n", "100", ip], PERFTEST_LAT_OK, PERFTEST_LAT_OK, p,
                      retry_race=True)
+    cmtime(env_words["ip_a"], "200" if quick else "1000")
     # A listener on :: without AFONLY takes IPv4 connections too, as Linux's.
     p = next_port()
     run_pair("ucmatose server on :: takes an IPv4 client", ["ucmatose", "-p", p, "-b", "::"],
