@@ -8,11 +8,12 @@ the drop-in directory (verbs_shim/lib of the build tree) and requires that
   * the loader reports no "undefined symbol" and no "version `X' not found" line at all,
     i.e. every symbol and version node the program imports is there.
 Then it runs each perftest benchmark with --help and requires its usage text, which
-proves the loader is satisfied for real (ldd only traces). Last, the libraries that replace
-rdma-core's whole (librdmacm.so.1) must export exactly what Debian's does: the same defined
-dynamic symbols at the same versions (`nm -D --defined-only --with-symbol-versions`) and the
-same version nodes with the same parents, so even a BIND_NOW program that binds everything at
-load finds each symbol.
+proves the loader is satisfied for real (ldd only traces). Last, every drop-in (libibverbs.so.1,
+libmlx5.so.1, libefa.so.1, librdmacm.so.1) must export exactly what Debian's library of that
+name does: the same defined dynamic symbols at the same versions, default (@@) or not (@)
+(`nm -D --defined-only --with-symbol-versions`), and the same version nodes with the same
+parents, so a BIND_NOW program, a Python extension (dlopen binds everything) or an rdma-core
+provider library finds each symbol it names.
 
 Exit 0 pass, 1 failure (each reason printed), 77 skip (packages not installed)."""
 import argparse
@@ -24,8 +25,8 @@ import sys
 PACKAGES = ("perftest", "ibverbs-utils", "rdmacm-utils")
 PERFTEST_HELP = ("ib_write_bw", "ib_send_lat", "ib_atomic_bw", "ib_read_bw", "ib_send_bw",
                  "ib_write_lat", "ib_read_lat", "ib_atomic_lat")
-# Drop-ins whose export list is rdma-core's own, symbol for symbol.
-EXACT_EXPORTS = ("librdmacm.so.1",)
+# Drop-ins whose export list is rdma-core's own, symbol for symbol: all of them.
+EXACT_EXPORTS = ("libibverbs.so.1", "libmlx5.so.1", "libefa.so.1", "librdmacm.so.1")
 SYSTEM_LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 PROBLEM = re.compile(r"undefined symbol|symbol .* not found|version `[^']*' not found|not found")
 
