@@ -101,7 +101,3 @@ RNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
 RNIC_EXPORT const char* ibv_get_sysfs_path(void) {
     return "/sys";
 }
-
-// Providers register themselves with libibverbs; ours has one built-in transport (the daemon),
-// so registrations are accepted and ignored.
-RNIC_EXPORT void ibv_register_driver(const char*, void*) {}

@@ -1,116 +1,345 @@
-/* Stand-in for rdma-core's libmlx5.so.1 (the mlx5 direct-verbs library).
+/* Stand-in for rdma-core 44's libmlx5.so.1 (the mlx5 direct-verbs library).
  *
- * perftest links libmlx5.so.1 for its DC, AES-XTS and signature-offload modes. Our device is
- * never an mlx5 device, so every entry point fails the way libmlx5 fails on a non-mlx5
- * device: pointer-returning calls give NULL with errno EOPNOTSUPP, int-returning calls
- * return EOPNOTSUPP (libmlx5 returns the errno value, not -1) and set errno, and
- * mlx5dv_is_supported() says false. Nothing here touches libibverbs: the prototypes come
- * from <infiniband/mlx5dv.h> only so the compiler checks them against rdma-core's. The
- * exported names and version nodes are in mlx5.map; see docs/verbs_shim.md. */
+ * Debian's perftest and python3-pyverbs link libmlx5.so.1; perftest uses it for DC, AES-XTS and
+ * signature offload, pyverbs' mlx5 module binds all of it at import. So this library exports
+ * Debian's table exactly (mlx5.map: 128 functions in 25 nodes, mlx5dv_init_obj at two
+ * versions), and since our device is never an mlx5 device, every entry point fails the way
+ * libmlx5 fails on a device that lacks the feature (its dispatch finds no mlx5 ops for the
+ * context):
+ *   - constructors return NULL with errno EOPNOTSUPP, including those that need no device in
+ *     rdma-core (mlx5dv_dr_action_create_drop, ..._tag): no domain can exist to use them;
+ *   - int functions return the errno value EOPNOTSUPP (libmlx5 returns errno values, not -1),
+ *     and set errno; the four mlx5dv_dump_dr_* and mlx5dv_qp_cancel_posted_send_wrs, whose
+ *     convention is -errno, return -EOPNOTSUPP;
+ *   - mlx5dv_devx_get_event (a read) and mlx5dv_vfio_get_events_fd (an fd) return -1, errno set;
+ *   - void functions (destroy and free of objects that cannot exist, domain flags) do nothing;
+ *   - mlx5dv_is_supported() says false.
+ * Nothing here touches libibverbs: <infiniband/mlx5dv.h> is included only so the compiler
+ * checks every definition against rdma-core's prototype. See docs/verbs_shim.md. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 #include <infiniband/mlx5dv.h>
 
+/* The parameters are there to match rdma-core's prototypes; no stub reads them. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
 #define RNIC_EXPORT __attribute__((visibility("default")))
 
-static int unsupported(void)
-{
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
+#define RNIC_FAIL_NULL(type, name, params)	\
+	RNIC_EXPORT type *name params		\
+	{					\
+		errno = EOPNOTSUPP;		\
+		return NULL;			\
+	}
 
-static void *unsupported_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+#define RNIC_FAIL_ERRNO(name, params)		\
+	RNIC_EXPORT int name params		\
+	{					\
+		errno = EOPNOTSUPP;		\
+		return EOPNOTSUPP;		\
+	}
+
+#define RNIC_FAIL_NEGATIVE(name, params)	\
+	RNIC_EXPORT int name params		\
+	{					\
+		errno = EOPNOTSUPP;		\
+		return -EOPNOTSUPP;		\
+	}
+
+#define RNIC_DO_NOTHING(name, params)		\
+	RNIC_EXPORT void name params		\
+	{					\
+	}
 
 /* MLX5_1.0 */
-RNIC_EXPORT int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs_out)
-{
-	(void)ctx_in;
-	(void)attrs_out;
-	return unsupported();
-}
+RNIC_FAIL_ERRNO(mlx5dv_query_device, (struct ibv_context *ctx_in, struct mlx5dv_context *attrs_out))
+
+/* MLX5_1.1 */
+RNIC_FAIL_NULL(struct ibv_cq_ex, mlx5dv_create_cq, (struct ibv_context *context,
+	struct ibv_cq_init_attr_ex *cq_attr, struct mlx5dv_cq_init_attr *mlx5_cq_attr))
+
+/* MLX5_1.2 */
+/* rdma-core keeps mlx5dv_init_obj's MLX5_1.0 entry beside the current MLX5_1.2 one; both fail. */
+RNIC_FAIL_ERRNO(mlx5dv_init_obj, (struct mlx5dv_obj *obj, uint64_t obj_type))
+RNIC_EXPORT int rnic_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type);
+__asm__(".symver rnic_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
+RNIC_FAIL_ERRNO(rnic_mlx5dv_init_obj_1_0, (struct mlx5dv_obj *obj, uint64_t obj_type))
+RNIC_FAIL_ERRNO(mlx5dv_set_context_attr, (struct ibv_context *context,
+	enum mlx5dv_set_ctx_attr_type type, void *attr))
 
 /* MLX5_1.3 */
-RNIC_EXPORT struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context,
-					    struct ibv_qp_init_attr_ex *qp_attr,
-					    struct mlx5dv_qp_init_attr *mlx5_qp_attr)
-{
-	(void)context;
-	(void)qp_attr;
-	(void)mlx5_qp_attr;
-	return unsupported_ptr();
-}
+RNIC_FAIL_NULL(struct ibv_qp, mlx5dv_create_qp, (struct ibv_context *context,
+	struct ibv_qp_init_attr_ex *qp_attr, struct mlx5dv_qp_init_attr *mlx5_qp_attr))
+RNIC_FAIL_NULL(struct ibv_wq, mlx5dv_create_wq, (struct ibv_context *context,
+	struct ibv_wq_init_attr *wq_init_attr, struct mlx5dv_wq_init_attr *mlx5_wq_attr))
+
+/* MLX5_1.4 */
+RNIC_FAIL_ERRNO(mlx5dv_get_clock_info, (struct ibv_context *context,
+	struct mlx5dv_clock_info *clock_info))
+
+/* MLX5_1.5 */
+RNIC_FAIL_NULL(struct ibv_flow_action, mlx5dv_create_flow_action_esp, (struct ibv_context *ctx,
+	struct ibv_flow_action_esp_attr *esp, struct mlx5dv_flow_action_esp *mlx5_attr))
+
+/* MLX5_1.6 */
+RNIC_FAIL_NULL(struct ibv_flow, mlx5dv_create_flow, (struct mlx5dv_flow_matcher *matcher,
+	struct mlx5dv_flow_match_parameters *match_value, size_t num_actions,
+	struct mlx5dv_flow_action_attr actions_attr[]))
+RNIC_FAIL_NULL(struct mlx5dv_flow_matcher, mlx5dv_create_flow_matcher, (struct ibv_context *context,
+	struct mlx5dv_flow_matcher_attr *matcher_attr))
+RNIC_FAIL_ERRNO(mlx5dv_destroy_flow_matcher, (struct mlx5dv_flow_matcher *matcher))
 
 /* MLX5_1.7 */
-RNIC_EXPORT struct ibv_context *mlx5dv_open_device(struct ibv_device *device,
-						   struct mlx5dv_context_attr *attr)
-{
-	(void)device;
-	(void)attr;
-	return unsupported_ptr();
-}
-
-RNIC_EXPORT int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen,
-					void *out, size_t outlen)
-{
-	(void)context;
-	(void)in;
-	(void)inlen;
-	(void)out;
-	(void)outlen;
-	return unsupported();
-}
+RNIC_FAIL_NULL(struct ibv_flow_action, mlx5dv_create_flow_action_modify_header,
+	(struct ibv_context *ctx, size_t actions_sz, uint64_t actions[],
+	enum mlx5dv_flow_table_type ft_type))
+RNIC_FAIL_NULL(struct ibv_flow_action, mlx5dv_create_flow_action_packet_reformat,
+	(struct ibv_context *ctx, size_t data_sz, void *data,
+	enum mlx5dv_flow_action_packet_reformat_type reformat_type,
+	enum mlx5dv_flow_table_type ft_type))
+RNIC_FAIL_NULL(struct mlx5dv_devx_uar, mlx5dv_devx_alloc_uar, (struct ibv_context *context,
+	uint32_t flags))
+RNIC_DO_NOTHING(mlx5dv_devx_free_uar, (struct mlx5dv_devx_uar *devx_uar))
+RNIC_FAIL_ERRNO(mlx5dv_devx_general_cmd, (struct ibv_context *context, const void *in, size_t inlen,
+	void *out, size_t outlen))
+RNIC_FAIL_NULL(struct mlx5dv_devx_obj, mlx5dv_devx_obj_create, (struct ibv_context *context,
+	const void *in, size_t inlen, void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_obj_destroy, (struct mlx5dv_devx_obj *obj))
+RNIC_FAIL_ERRNO(mlx5dv_devx_obj_modify, (struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+	void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_obj_query, (struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+	void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_query_eqn, (struct ibv_context *context, uint32_t vector,
+	uint32_t *eqn))
+RNIC_FAIL_ERRNO(mlx5dv_devx_umem_dereg, (struct mlx5dv_devx_umem *umem))
+RNIC_FAIL_NULL(struct mlx5dv_devx_umem, mlx5dv_devx_umem_reg, (struct ibv_context *ctx, void *addr,
+	size_t size, uint32_t access))
+RNIC_FAIL_NULL(struct ibv_context, mlx5dv_open_device, (struct ibv_device *device,
+	struct mlx5dv_context_attr *attr))
 
 /* MLX5_1.8 */
+RNIC_FAIL_ERRNO(mlx5dv_devx_cq_modify, (struct ibv_cq *cq, const void *in, size_t inlen, void *out,
+	size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_cq_query, (struct ibv_cq *cq, const void *in, size_t inlen, void *out,
+	size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_ind_tbl_modify, (struct ibv_rwq_ind_table *ind_tbl, const void *in,
+	size_t inlen, void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_ind_tbl_query, (struct ibv_rwq_ind_table *ind_tbl, const void *in,
+	size_t inlen, void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_qp_modify, (struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+	size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_qp_query, (struct ibv_qp *qp, const void *in, size_t inlen, void *out,
+	size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_srq_modify, (struct ibv_srq *srq, const void *in, size_t inlen,
+	void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_srq_query, (struct ibv_srq *srq, const void *in, size_t inlen,
+	void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_wq_modify, (struct ibv_wq *wq, const void *in, size_t inlen, void *out,
+	size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_wq_query, (struct ibv_wq *wq, const void *in, size_t inlen, void *out,
+	size_t outlen))
 RNIC_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
 {
-	(void)device;
 	return false;
 }
 
+/* MLX5_1.9 */
+RNIC_FAIL_NULL(struct mlx5dv_devx_cmd_comp, mlx5dv_devx_create_cmd_comp,
+	(struct ibv_context *context))
+RNIC_DO_NOTHING(mlx5dv_devx_destroy_cmd_comp, (struct mlx5dv_devx_cmd_comp *cmd_comp))
+RNIC_FAIL_ERRNO(mlx5dv_devx_get_async_cmd_comp, (struct mlx5dv_devx_cmd_comp *cmd_comp,
+	struct mlx5dv_devx_async_cmd_hdr *cmd_resp, size_t cmd_resp_len))
+RNIC_FAIL_ERRNO(mlx5dv_devx_obj_query_async, (struct mlx5dv_devx_obj *obj, const void *in,
+	size_t inlen, size_t outlen, uint64_t wr_id, struct mlx5dv_devx_cmd_comp *cmd_comp))
+
 /* MLX5_1.10 */
-RNIC_EXPORT struct mlx5dv_mkey *mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr *mkey_init_attr)
-{
-	(void)mkey_init_attr;
-	return unsupported_ptr();
-}
+RNIC_FAIL_NULL(struct ibv_dm, mlx5dv_alloc_dm, (struct ibv_context *context,
+	struct ibv_alloc_dm_attr *dm_attr, struct mlx5dv_alloc_dm_attr *mlx5_dm_attr))
+RNIC_FAIL_NULL(struct mlx5dv_mkey, mlx5dv_create_mkey,
+	(struct mlx5dv_mkey_init_attr *mkey_init_attr))
+RNIC_FAIL_ERRNO(mlx5dv_destroy_mkey, (struct mlx5dv_mkey *mkey))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_ibv_qp, (struct ibv_qp *ibqp))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_table,
+	(struct mlx5dv_dr_table *table))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_vport,
+	(struct mlx5dv_dr_domain *domain, uint32_t vport))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_drop, (void))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_flow_counter,
+	(struct mlx5dv_devx_obj *devx_obj, uint32_t offset))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_modify_header,
+	(struct mlx5dv_dr_domain *domain, uint32_t flags, size_t actions_sz, __be64 actions[]))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_packet_reformat,
+	(struct mlx5dv_dr_domain *domain, uint32_t flags,
+	enum mlx5dv_flow_action_packet_reformat_type reformat_type, size_t data_sz, void *data))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_tag, (uint32_t tag_value))
+RNIC_FAIL_ERRNO(mlx5dv_dr_action_destroy, (struct mlx5dv_dr_action *action))
+RNIC_FAIL_NULL(struct mlx5dv_dr_domain, mlx5dv_dr_domain_create, (struct ibv_context *ctx,
+	enum mlx5dv_dr_domain_type type))
+RNIC_FAIL_ERRNO(mlx5dv_dr_domain_destroy, (struct mlx5dv_dr_domain *domain))
+RNIC_FAIL_ERRNO(mlx5dv_dr_domain_sync, (struct mlx5dv_dr_domain *domain, uint32_t flags))
+RNIC_FAIL_NULL(struct mlx5dv_dr_matcher, mlx5dv_dr_matcher_create, (struct mlx5dv_dr_table *table,
+	uint16_t priority, uint8_t match_criteria_enable,
+	struct mlx5dv_flow_match_parameters *mask))
+RNIC_FAIL_ERRNO(mlx5dv_dr_matcher_destroy, (struct mlx5dv_dr_matcher *matcher))
+RNIC_FAIL_NULL(struct mlx5dv_dr_rule, mlx5dv_dr_rule_create, (struct mlx5dv_dr_matcher *matcher,
+	struct mlx5dv_flow_match_parameters *value, size_t num_actions,
+	struct mlx5dv_dr_action *actions[]))
+RNIC_FAIL_ERRNO(mlx5dv_dr_rule_destroy, (struct mlx5dv_dr_rule *rule))
+RNIC_FAIL_NULL(struct mlx5dv_dr_table, mlx5dv_dr_table_create, (struct mlx5dv_dr_domain *domain,
+	uint32_t level))
+RNIC_FAIL_ERRNO(mlx5dv_dr_table_destroy, (struct mlx5dv_dr_table *table))
+RNIC_FAIL_NULL(struct mlx5dv_qp_ex, mlx5dv_qp_ex_from_ibv_qp_ex, (struct ibv_qp_ex *qp))
 
-RNIC_EXPORT int mlx5dv_destroy_mkey(struct mlx5dv_mkey *mkey)
+/* MLX5_1.11 */
+RNIC_FAIL_NULL(struct mlx5dv_devx_event_channel, mlx5dv_devx_create_event_channel,
+	(struct ibv_context *context, enum mlx5dv_devx_create_event_channel_flags flags))
+RNIC_DO_NOTHING(mlx5dv_devx_destroy_event_channel,
+	(struct mlx5dv_devx_event_channel *event_channel))
+/* A read() of the event channel: -1 and errno. */
+RNIC_EXPORT ssize_t mlx5dv_devx_get_event(struct mlx5dv_devx_event_channel *event_channel,
+					  struct mlx5dv_devx_async_event_hdr *event_data,
+					  size_t event_resp_len)
 {
-	(void)mkey;
-	return unsupported();
+	errno = EOPNOTSUPP;
+	return -1;
 }
+RNIC_FAIL_ERRNO(mlx5dv_devx_subscribe_devx_event, (struct mlx5dv_devx_event_channel *event_channel,
+	struct mlx5dv_devx_obj *obj, uint16_t events_sz, uint16_t events_num[], uint64_t cookie))
+RNIC_FAIL_ERRNO(mlx5dv_devx_subscribe_devx_event_fd,
+	(struct mlx5dv_devx_event_channel *event_channel, int fd, struct mlx5dv_devx_obj *obj,
+	uint16_t event_num))
 
-RNIC_EXPORT struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
-{
-	(void)qp;
-	return unsupported_ptr();
-}
+/* MLX5_1.12 */
+RNIC_FAIL_NULL(struct mlx5dv_var, mlx5dv_alloc_var, (struct ibv_context *context, uint32_t flags))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_flow_meter,
+	(struct mlx5dv_dr_flow_meter_attr *attr))
+RNIC_FAIL_ERRNO(mlx5dv_dr_action_modify_flow_meter, (struct mlx5dv_dr_action *action,
+	struct mlx5dv_dr_flow_meter_attr *attr, __be64 modify_field_select))
+RNIC_FAIL_NEGATIVE(mlx5dv_dump_dr_domain, (FILE *fout, struct mlx5dv_dr_domain *domain))
+RNIC_FAIL_NEGATIVE(mlx5dv_dump_dr_matcher, (FILE *fout, struct mlx5dv_dr_matcher *matcher))
+RNIC_FAIL_NEGATIVE(mlx5dv_dump_dr_rule, (FILE *fout, struct mlx5dv_dr_rule *rule))
+RNIC_FAIL_NEGATIVE(mlx5dv_dump_dr_table, (FILE *fout, struct mlx5dv_dr_table *table))
+RNIC_DO_NOTHING(mlx5dv_free_var, (struct mlx5dv_var *dv_var))
+
+/* MLX5_1.13 */
+RNIC_FAIL_NULL(struct mlx5dv_pp, mlx5dv_pp_alloc, (struct ibv_context *context,
+	size_t pp_context_sz, const void *pp_context, uint32_t flags))
+RNIC_DO_NOTHING(mlx5dv_pp_free, (struct mlx5dv_pp *pp))
+
+/* MLX5_1.14 */
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_default_miss, (void))
+RNIC_DO_NOTHING(mlx5dv_dr_domain_set_reclaim_device_memory, (struct mlx5dv_dr_domain *dmn,
+	bool enable))
+RNIC_FAIL_ERRNO(mlx5dv_modify_qp_lag_port, (struct ibv_qp *qp, uint8_t port_num))
+RNIC_FAIL_ERRNO(mlx5dv_query_qp_lag_port, (struct ibv_qp *qp, uint8_t *port_num,
+	uint8_t *active_port_num))
+
+/* MLX5_1.15 */
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_devx_tir,
+	(struct mlx5dv_devx_obj *devx_obj))
+
+/* MLX5_1.16 */
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_array,
+	(struct mlx5dv_dr_domain *domain, size_t num_dest,
+	struct mlx5dv_dr_action_dest_attr *dests[]))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_flow_sampler,
+	(struct mlx5dv_dr_flow_sampler_attr *attr))
+
+/* MLX5_1.17 */
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_aso,
+	(struct mlx5dv_dr_domain *domain, struct mlx5dv_devx_obj *devx_obj, uint32_t offset,
+	uint32_t flags, uint8_t return_reg_c))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_pop_vlan, (void))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_push_vlan,
+	(struct mlx5dv_dr_domain *domain, __be32 vlan_hdr))
+RNIC_FAIL_ERRNO(mlx5dv_dr_action_modify_aso, (struct mlx5dv_dr_action *action, uint32_t offset,
+	uint32_t flags, uint8_t return_reg_c))
+RNIC_FAIL_ERRNO(mlx5dv_modify_qp_sched_elem, (struct ibv_qp *qp,
+	const struct mlx5dv_sched_leaf *requestor, const struct mlx5dv_sched_leaf *responder))
+RNIC_FAIL_ERRNO(mlx5dv_modify_qp_udp_sport, (struct ibv_qp *qp, uint16_t udp_sport))
+RNIC_FAIL_NULL(struct mlx5dv_sched_leaf, mlx5dv_sched_leaf_create, (struct ibv_context *context,
+	const struct mlx5dv_sched_attr *sched_attr))
+RNIC_FAIL_ERRNO(mlx5dv_sched_leaf_destroy, (struct mlx5dv_sched_leaf *leaf))
+RNIC_FAIL_ERRNO(mlx5dv_sched_leaf_modify, (struct mlx5dv_sched_leaf *leaf,
+	const struct mlx5dv_sched_attr *sched_attr))
+RNIC_FAIL_NULL(struct mlx5dv_sched_node, mlx5dv_sched_node_create, (struct ibv_context *context,
+	const struct mlx5dv_sched_attr *sched_attr))
+RNIC_FAIL_ERRNO(mlx5dv_sched_node_destroy, (struct mlx5dv_sched_node *node))
+RNIC_FAIL_ERRNO(mlx5dv_sched_node_modify, (struct mlx5dv_sched_node *node,
+	const struct mlx5dv_sched_attr *sched_attr))
+
+/* MLX5_1.18 */
+RNIC_FAIL_ERRNO(mlx5dv_reserved_qpn_alloc, (struct ibv_context *ctx, uint32_t *qpn))
+RNIC_FAIL_ERRNO(mlx5dv_reserved_qpn_dealloc, (struct ibv_context *ctx, uint32_t qpn))
+
+/* MLX5_1.19 */
+RNIC_FAIL_ERRNO(_mlx5dv_query_port, (struct ibv_context *context, uint32_t port_num,
+	struct mlx5dv_port *info, size_t info_len))
+RNIC_FAIL_NULL(struct mlx5dv_devx_umem, mlx5dv_devx_umem_reg_ex, (struct ibv_context *ctx,
+	struct mlx5dv_devx_umem_in *umem_in))
+RNIC_FAIL_NULL(void, mlx5dv_dm_map_op_addr, (struct ibv_dm *dm, uint8_t op))
+
+/* MLX5_1.20 */
+RNIC_FAIL_ERRNO(_mlx5dv_mkey_check, (struct mlx5dv_mkey *mkey, struct mlx5dv_mkey_err *err_info,
+	size_t err_info_size))
+RNIC_DO_NOTHING(mlx5dv_dr_domain_allow_duplicate_rules, (struct mlx5dv_dr_domain *domain,
+	bool allow))
+RNIC_FAIL_ERRNO(mlx5dv_map_ah_to_qp, (struct ibv_ah *ah, uint32_t qp_num))
+RNIC_FAIL_NEGATIVE(mlx5dv_qp_cancel_posted_send_wrs, (struct mlx5dv_qp_ex *mqp, uint64_t wr_id))
 
 /* MLX5_1.21 */
-RNIC_EXPORT int mlx5dv_crypto_login(struct ibv_context *context,
-				    struct mlx5dv_crypto_login_attr *login_attr)
+RNIC_FAIL_ERRNO(mlx5dv_crypto_login, (struct ibv_context *context,
+	struct mlx5dv_crypto_login_attr *login_attr))
+RNIC_FAIL_ERRNO(mlx5dv_crypto_login_query_state, (struct ibv_context *context,
+	enum mlx5dv_crypto_login_state *state))
+RNIC_FAIL_ERRNO(mlx5dv_crypto_logout, (struct ibv_context *context))
+RNIC_FAIL_ERRNO(mlx5dv_dci_stream_id_reset, (struct ibv_qp *qp, uint16_t stream_id))
+RNIC_FAIL_NULL(struct mlx5dv_dek, mlx5dv_dek_create, (struct ibv_context *context,
+	struct mlx5dv_dek_init_attr *init_attr))
+RNIC_FAIL_ERRNO(mlx5dv_dek_destroy, (struct mlx5dv_dek *dek))
+RNIC_FAIL_ERRNO(mlx5dv_dek_query, (struct mlx5dv_dek *dek, struct mlx5dv_dek_attr *attr))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_ib_port,
+	(struct mlx5dv_dr_domain *domain, uint32_t ib_port))
+RNIC_FAIL_ERRNO(mlx5dv_dr_matcher_set_layout, (struct mlx5dv_dr_matcher *matcher,
+	struct mlx5dv_dr_matcher_layout *layout))
+RNIC_FAIL_NULL(struct ibv_device *, mlx5dv_get_vfio_device_list,
+	(struct mlx5dv_vfio_context_attr *attr))
+/* A file descriptor: -1 and errno. */
+RNIC_EXPORT int mlx5dv_vfio_get_events_fd(struct ibv_context *ibctx)
 {
-	(void)context;
-	(void)login_attr;
-	return unsupported();
+	errno = EOPNOTSUPP;
+	return -1;
 }
+RNIC_FAIL_ERRNO(mlx5dv_vfio_process_events, (struct ibv_context *context))
 
-RNIC_EXPORT struct mlx5dv_dek *mlx5dv_dek_create(struct ibv_context *context,
-						 struct mlx5dv_dek_init_attr *init_attr)
-{
-	(void)context;
-	(void)init_attr;
-	return unsupported_ptr();
-}
+/* MLX5_1.22 */
+RNIC_FAIL_ERRNO(mlx5dv_dr_aso_other_domain_link, (struct mlx5dv_devx_obj *devx_obj,
+	struct mlx5dv_dr_domain *peer_dmn, struct mlx5dv_dr_domain *dmn, uint32_t flags,
+	uint8_t return_reg_c))
+RNIC_FAIL_ERRNO(mlx5dv_dr_aso_other_domain_unlink, (struct mlx5dv_devx_obj *devx_obj,
+	struct mlx5dv_dr_domain *dmn))
 
-RNIC_EXPORT int mlx5dv_dek_destroy(struct mlx5dv_dek *dek)
-{
-	(void)dek;
-	return unsupported();
-}
+/* MLX5_1.23 */
+RNIC_FAIL_NULL(struct mlx5dv_devx_msi_vector, mlx5dv_devx_alloc_msi_vector,
+	(struct ibv_context *ibctx))
+RNIC_FAIL_NULL(struct mlx5dv_devx_eq, mlx5dv_devx_create_eq, (struct ibv_context *ibctx,
+	const void *in, size_t inlen, void *out, size_t outlen))
+RNIC_FAIL_ERRNO(mlx5dv_devx_destroy_eq, (struct mlx5dv_devx_eq *eq))
+RNIC_FAIL_ERRNO(mlx5dv_devx_free_msi_vector, (struct mlx5dv_devx_msi_vector *msi))
+
+/* MLX5_1.24 */
+RNIC_FAIL_NULL(struct mlx5dv_steering_anchor, mlx5dv_create_steering_anchor,
+	(struct ibv_context *context, struct mlx5dv_steering_anchor_attr *attr))
+RNIC_FAIL_NULL(struct mlx5dv_crypto_login_obj, mlx5dv_crypto_login_create,
+	(struct ibv_context *context, struct mlx5dv_crypto_login_attr_ex *login_attr))
+RNIC_FAIL_ERRNO(mlx5dv_crypto_login_destroy, (struct mlx5dv_crypto_login_obj *crypto_login))
+RNIC_FAIL_ERRNO(mlx5dv_crypto_login_query, (struct mlx5dv_crypto_login_obj *crypto_login,
+	struct mlx5dv_crypto_login_query_attr *query_attr))
+RNIC_FAIL_ERRNO(mlx5dv_destroy_steering_anchor, (struct mlx5dv_steering_anchor *sa))
+RNIC_FAIL_NULL(struct mlx5dv_dr_action, mlx5dv_dr_action_create_dest_root_table,
+	(struct mlx5dv_dr_table *table, uint16_t priority))

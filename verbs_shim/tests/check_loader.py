@@ -8,11 +8,15 @@ the drop-in directory (verbs_shim/lib of the build tree) and requires that
   * the loader reports no "undefined symbol" and no "version `X' not found" line at all,
     i.e. every symbol and version node the program imports is there.
 Then it runs each perftest benchmark with --help and requires its usage text, which
-proves the loader is satisfied for real (ldd only traces). Last, the libraries that replace
-rdma-core's whole (librdmacm.so.1) must export exactly what Debian's does: the same defined
-dynamic symbols at the same versions (`nm -D --defined-only --with-symbol-versions`) and the
-same version nodes with the same parents, so even a BIND_NOW program that binds everything at
-load finds each symbol.
+proves the loader is satisfied for real (ldd only traces). Last, every drop-in (libibverbs.so.1,
+libmlx5.so.1, libefa.so.1, librdmacm.so.1) must export exactly what Debian's library of that
+name does: the same defined dynamic symbols at the same versions, default (@@) or not (@)
+(`nm -D --defined-only --with-symbol-versions`), and the same version nodes with the same
+parents, so a BIND_NOW program, a Python extension (dlopen binds everything) or an rdma-core
+provider library finds each symbol it names. The consumers' side of the same: every rdma-core
+provider of ibverbs-providers (libmlx5-rdmav34.so, librxe-rdmav34.so, ... which import ~60
+IBVERBS_PRIVATE_34 symbols) is dlopened with LD_BIND_NOW=1 against the directory, binding all
+its imports at once, and must load with our libibverbs.so.1 under it.
 
 Exit 0 pass, 1 failure (each reason printed), 77 skip (packages not installed)."""
 import argparse
@@ -24,9 +28,13 @@ import sys
 PACKAGES = ("perftest", "ibverbs-utils", "rdmacm-utils")
 PERFTEST_HELP = ("ib_write_bw", "ib_send_lat", "ib_atomic_bw", "ib_read_bw", "ib_send_bw",
                  "ib_write_lat", "ib_read_lat", "ib_atomic_lat")
-# Drop-ins whose export list is rdma-core's own, symbol for symbol.
-EXACT_EXPORTS = ("librdmacm.so.1",)
+# Drop-ins whose export list is rdma-core's own, symbol for symbol: all of them.
+EXACT_EXPORTS = ("libibverbs.so.1", "libmlx5.so.1", "libefa.so.1", "librdmacm.so.1")
 SYSTEM_LIB_DIR = "/usr/lib/x86_64-linux-gnu"
+PROVIDER_DIR = SYSTEM_LIB_DIR + "/libibverbs"
+# dlopens one library with every symbol bound now and names the libibverbs.so.1 it got.
+DLOPEN_NOW = ("import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL); "
+              "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libibverbs.so' in l}))")
 PROBLEM = re.compile(r"undefined symbol|symbol .* not found|version `[^']*' not found|not found")
 
 
@@ -72,6 +80,27 @@ def version_definitions(lib):
             elif len(fields) == 4 and fields[1] != "0x01":
                 nodes.append((fields[3], None))
     return nodes
+
+
+def providers_load(lib_dir, env):
+    """rdma-core's provider plugins, each dlopened with LD_BIND_NOW against lib_dir."""
+    out = subprocess.run(["dpkg", "-L", "ibverbs-providers"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, []
+    plugins = sorted(p for p in out.stdout.split()
+                     if p.startswith(PROVIDER_DIR + "/") and p.endswith("-rdmav34.so"))
+    problems = []
+    if not plugins:
+        problems.append(f"ibverbs-providers installs no *-rdmav34.so in {PROVIDER_DIR}")
+    ours = os.path.join(lib_dir, "libibverbs.so.1")
+    for plugin in plugins:
+        res = subprocess.run([sys.executable, "-c", DLOPEN_NOW, plugin], capture_output=True, text=True,
+                             env=dict(env, LD_BIND_NOW="1"), timeout=30)
+        text = (res.stdout + res.stderr).strip()
+        if res.returncode != 0 or text.splitlines()[-1:] != [repr([ours])]:
+            last = text.splitlines()[-1] if text else f"exit {res.returncode}"
+            problems.append(f"{plugin} with LD_BIND_NOW=1: {last}")
+    return len(plugins), problems
 
 
 def compare_exports(name, ours, theirs):
@@ -139,6 +168,12 @@ def main():
             failures.append(f"{prog} --help: no usage text (exit {res.returncode}): "
                             f"{text.strip()[:300]}")
 
+    provider_count, problems = providers_load(lib_dir, env)
+    if provider_count is None:
+        print("SKIP: package ibverbs-providers is not installed (tools/setup.sh installs it)")
+        return 77
+    failures += problems
+
     exact = []
     for name in EXACT_EXPORTS:
         theirs = os.path.join(SYSTEM_LIB_DIR, name)
@@ -153,7 +188,8 @@ def main():
     for f in failures:
         print("FAIL:", f)
     print(f"{checked} programs linked against {sorted(ours)} checked with ldd -r, "
-          f"{len(PERFTEST_HELP)} perftest --help runs, exports identical to Debian's: "
+          f"{len(PERFTEST_HELP)} perftest --help runs, {provider_count} rdma-core providers loaded with "
+          f"LD_BIND_NOW, exports identical to Debian's: "
           f"{', '.join(exact) or 'none'}, {len(failures)} failures")
     return 1 if failures else 0
 
