@@ -11,11 +11,14 @@ namespace {
 
 constexpr Keepalive kFast{5000, 2000, 4};
 
+bool is_probe(const Sent& s, char from, MadMethod method) {
+    return s.from == from && s.attr() == static_cast<uint16_t>(CmAttr::ClassPortInfo) &&
+           s.mad.mad.header.method == method;
+}
+
 size_t probes(const Link& link, char from, MadMethod method) {
     size_t n = 0;
-    for (const Sent& s : link.log)
-        n += s.from == from && s.attr() == static_cast<uint16_t>(CmAttr::ClassPortInfo) &&
-             s.mad.mad.header.method == method;
+    for (const Sent& s : link.log) n += is_probe(s, from, method);
     return n;
 }
 
@@ -69,9 +72,7 @@ TEST_CASE("a lost probe or two is not a lost peer", "[cm]") {
     connect_pair(link, client, server);
     size_t dropped = 0;
     link.drop_if = [&](const Sent& s) {
-        const bool probe = s.from == 'B' && s.attr() == static_cast<uint16_t>(CmAttr::ClassPortInfo) &&
-                           s.mad.mad.header.method == MadMethod::Get;
-        return probe && dropped++ % 4 < 3;  // three of every four of B's probes lost
+        return is_probe(s, 'B', MadMethod::Get) && dropped++ % 4 < 3;  // three of every four of B's probes lost
     };
     link.run_for(120'000);
     CHECK(link.b.svc->counters().peers_lost == 0);
