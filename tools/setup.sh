@@ -11,7 +11,9 @@ packages=(
   tshark python3 python3-scapy
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
   iproute2 nftables iputils-ping iperf3 sockperf
-  perftest ibverbs-utils rdmacm-utils python3-pyverbs
+  perftest ibverbs-utils rdmacm-utils python3-pyverbs infiniband-diags
+  # middleware that must run unmodified over rnicd (issue 14): UCX, Open MPI over UCX, libfabric
+  ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
   # interop with Linux Soft-RoCE (tests/interop): a qemu VM booting Debian's kernel (rdma_rxe)
   # from an initramfs built out of these packages
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio libibverbs1 ibverbs-providers
