@@ -289,11 +289,14 @@ static int send_invalidate(struct ctx *c, uint32_t rkey) {
     return 0;
 }
 
-/* Server, type 2: the receive of the client's SEND_WITH_INV names the window's rkey. */
+/* Server, type 2: the receive of the client's SEND_WITH_INV names the window's rkey. Linux rxe
+   (6.1) hands user space the kernel's IB_WC_WITH_INVALIDATE bit (1 << 2), which verbs.h calls
+   IBV_WC_IP_CSUM_OK, instead of IBV_WC_WITH_INV (1 << 3): either says "invalidated" here. */
 static int check_invalidated(struct ctx *c, uint32_t rkey) {
     struct ibv_wc wc;
     if (wait_wc(c, &wc, "the receive of SEND_WITH_INV", 120)) return 1;
-    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || !(wc.wc_flags & IBV_WC_WITH_INV) ||
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
+        !(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)) ||
         wc.invalidated_rkey != rkey || wc.byte_len != 8) {
         fprintf(stderr, "rdma_check: SEND_WITH_INV received with %s, opcode %d, flags 0x%x, rkey 0x%x (want 0x%x)\n",
                 ibv_wc_status_str(wc.status), wc.opcode, wc.wc_flags, wc.invalidated_rkey, rkey);
@@ -390,7 +393,10 @@ int main(int argc, char **argv) {
         if (window == 1) {
             char ask = 0, ack = 'U';
             if (recv(fd, &ask, 1, MSG_WAITALL) != 1 || ask != 'u') return die("waiting for the unbind request");
-            struct ibv_mw_bind unbind = {.wr_id = 75, .send_flags = IBV_SEND_SIGNALED};
+            /* Length 0 unbinds. The region is named all the same: rdma-core 44's rxe provider
+               reads bind_info.mr->lkey even for a zero-length bind (NULL crashes there). */
+            struct ibv_mw_bind unbind = {.wr_id = 75, .send_flags = IBV_SEND_SIGNALED,
+                                         .bind_info = {.mr = c.mr, .addr = (uintptr_t)c.buf, .length = 0}};
             struct ibv_wc wc;
             if (ibv_bind_mw(c.qp, mw, &unbind)) return die("the zero-length ibv_bind_mw");
             if (wait_wc(&c, &wc, "the unbind", 20)) return 1;
