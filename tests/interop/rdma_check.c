@@ -20,7 +20,8 @@
    client uses only that rkey. Afterwards the window is taken away (type 2: the client's
    SEND_WITH_INV of the rkey, whose receive completion the server checks for IBV_WC_WITH_INV and
    invalidated_rkey; type 1: the server's zero-length ibv_bind_mw) and the client's READ through
-   it must complete with IBV_WC_REM_ACCESS_ERR. */
+   it must complete with IBV_WC_REM_ACCESS_ERR. -w 3 is type 2 taken away by the server's own
+   IBV_WR_LOCAL_INV instead. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -323,7 +324,8 @@ int main(int argc, char **argv) {
         }
     }
     if (optind < argc) server = argv[optind];
-    if (size == 0 || size > (1u << 24) || iters < 1 || window < 0 || window > 2) return 2;
+    if (size == 0 || size > (1u << 24) || iters < 1 || window < 0 || window > 3) return 2;
+    const int mw_type = window == 1 ? 1 : 2; /* -w 3: type 2, invalidated locally */
 
     struct ibv_device **list = ibv_get_device_list(NULL);
     struct ibv_device *dev = NULL;
@@ -360,13 +362,13 @@ int main(int argc, char **argv) {
     struct ibv_mw *mw = NULL;
     uint32_t mw_rkey = 0;
     if (window && !server) {
-        if (!(mw = ibv_alloc_mw(c.pd, window == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))) return die("ibv_alloc_mw");
+        if (!(mw = ibv_alloc_mw(c.pd, mw_type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))) return die("ibv_alloc_mw");
         if (window == 2) { /* the receive SEND_WITH_INV will land in */
             struct ibv_sge sge = {.addr = (uintptr_t)(c.buf + c.back), .length = 8, .lkey = c.mr->lkey};
             struct ibv_recv_wr rwr = {.wr_id = 74, .sg_list = &sge, .num_sge = 1}, *rbad;
             if (ibv_post_recv(c.qp, &rwr, &rbad)) return die("ibv_post_recv");
         }
-        if (bind_window(&c, mw, window, c.words + 16, &mw_rkey)) return 1;
+        if (bind_window(&c, mw, mw_type, c.words + 16, &mw_rkey)) return 1;
         if (write(fd, &mw_rkey, 4) != 4) return die("sending the window's rkey");
     } else if (window) {
         if (recv(fd, &mw_rkey, 4, MSG_WAITALL) != 4) return die("receiving the window's rkey");
@@ -378,7 +380,7 @@ int main(int argc, char **argv) {
     if (server) {
         rc = client(&c, &theirs, iters);
         if (!rc && window == 2) rc = send_invalidate(&c, mw_rkey) || read_must_fail(&c, &theirs);
-        if (!rc && window == 1) { /* the server unbinds, then the window must be dead */
+        if (!rc && window != 2) { /* the server unbinds or invalidates, then the window must be dead */
             char ask = 'u', ack = 0;
             if (write(fd, &ask, 1) != 1 || recv(fd, &ack, 1, MSG_WAITALL) != 1) return die("the unbind exchange");
             rc = ack != 'U' || read_must_fail(&c, &theirs);
@@ -390,6 +392,21 @@ int main(int argc, char **argv) {
     } else {
         char done = 0;
         if (window == 2 && check_invalidated(&c, mw_rkey)) return 1;
+        if (window == 3) { /* IBV_WR_LOCAL_INV of the type 2 window's rkey */
+            char ask = 0, ack = 'U';
+            if (recv(fd, &ask, 1, MSG_WAITALL) != 1 || ask != 'u') return die("waiting for the unbind request");
+            struct ibv_send_wr inv = {.wr_id = 76, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED}, *bad;
+            inv.invalidate_rkey = mw_rkey;
+            struct ibv_wc wc;
+            if (ibv_post_send(c.qp, &inv, &bad)) return die("IBV_WR_LOCAL_INV");
+            if (wait_wc(&c, &wc, "LOCAL_INV", 20)) return 1;
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_LOCAL_INV) {
+                fprintf(stderr, "rdma_check: LOCAL_INV completed with %s, opcode %d\n", ibv_wc_status_str(wc.status),
+                        wc.opcode);
+                return 1;
+            }
+            if (write(fd, &ack, 1) != 1) return die("the unbind exchange");
+        }
         if (window == 1) {
             char ask = 0, ack = 'U';
             if (recv(fd, &ask, 1, MSG_WAITALL) != 1 || ask != 'u') return die("waiting for the unbind request");
@@ -415,7 +432,8 @@ int main(int argc, char **argv) {
     if (!rc)
         printf("rdma_check: %d iterations of WRITE+READ %zu B, FETCH_AND_ADD, CMP_AND_SWAP%s: data ok\n", iters, size,
                window == 1 ? " through a type 1 window, unbound, then refused"
-               : window == 2 ? " through a type 2 window, SEND_WITH_INV, then refused" : "");
+               : window == 2 ? " through a type 2 window, SEND_WITH_INV, then refused"
+               : window == 3 ? " through a type 2 window, LOCAL_INV, then refused" : "");
     ibv_destroy_qp(c.qp);
     if (mw && ibv_dealloc_mw(mw)) return die("ibv_dealloc_mw"); /* before the region it was bound to */
     ibv_dereg_mr(c.mr);

@@ -79,8 +79,9 @@ def scenarios():
                             ["-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
     # The same through memory windows (rdma_check -w): type 1 bound by ibv_bind_mw and unbound by a
     # zero-length bind, type 2 bound by IBV_WR_BIND_MW and invalidated by the client's
-    # SEND_WITH_INV; a READ through the dead window must fail with a remote access error.
-    for window in (1, 2):
+    # SEND_WITH_INV (-w 3: type 2 invalidated by the server's LOCAL_INV); a READ through the dead
+    # window must fail with a remote access error.
+    for window in (1, 2, 3):
         out.append(Scenario("jumbo", f"rdma_check -w {window} -m 1024 -s 4097 (memory window)", "rdma_check",
                             ["-w", str(window), "-m", "1024", "-s", "4097", *n], RDMA_CHECK_OK))
     f = ["-F"]
