@@ -49,7 +49,7 @@ WorkCompletion remote(TwoNodes& t, WrOpcode op, uint32_t rkey, uint64_t remote_a
 
 }  // namespace
 
-TEST_CASE("type 2 window: WRITE, READ and atomics inside it; outside, wrong rights fail", "[engine][mw]") {
+TEST_CASE("type 2 window: WRITE, READ and atomics inside it, outside or without the right refused", "[engine][mw]") {
     TwoNodes t(41);
     t.setup(kBuf, 0xF | kMwBind);
     t.connect();
@@ -83,7 +83,7 @@ TEST_CASE("type 2 window: WRITE, READ and atomics inside it; outside, wrong righ
     CHECK(t.b.e().memory().raw_counters().remote_access_errors[size_t(rnic::mem::AccessError::OutOfBounds)] == 1);
 }
 
-TEST_CASE("type 2 window: only its QP may use it; LOCAL_INV and rebinding", "[engine][mw]") {
+TEST_CASE("type 2 window: only its QP may use it, LOCAL_INV and rebinding", "[engine][mw]") {
     TwoNodes t(42);
     t.setup(kBuf, 0xF | kMwBind);
     t.connect();

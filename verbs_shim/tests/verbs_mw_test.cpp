@@ -185,7 +185,7 @@ TEST_CASE("device attributes advertise type 1 and 2B memory windows", "[mw]") {
     CHECK(errno == EINVAL);
 }
 
-TEST_CASE("type 2 window: WRITE, READ, atomic inside; outside the window fails", "[mw]") {
+TEST_CASE("type 2 window: WRITE, READ, atomic inside, outside the window fails", "[mw]") {
     Side a("rnic0", kRemoteAll);
     Side b("rnic1", kRemoteAll | IBV_ACCESS_MW_BIND);
     Link l(a, b);
@@ -225,7 +225,7 @@ TEST_CASE("type 2 window: WRITE, READ, atomic inside; outside the window fails",
     CHECK(ibv_dealloc_mw(mw) == 0);
 }
 
-TEST_CASE("type 2 window: another QP cannot use it; LOCAL_INV and SEND_WITH_INV end it", "[mw]") {
+TEST_CASE("type 2 window: another QP cannot use it, LOCAL_INV and SEND_WITH_INV end it", "[mw]") {
     Side a("rnic0", kRemoteAll);
     Side b("rnic1", kRemoteAll | IBV_ACCESS_MW_BIND);
     Link l1(a, b);
