@@ -114,6 +114,27 @@ int Engine::dereg_mr(uint32_t lkey) noexcept try {
     return ENOMEM;
 }
 
+Result<MwInfo> Engine::alloc_mw(uint32_t pd, uint32_t mw_type) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::MwAllocResult r = core_->memory->alloc_mw(pd, mw_type);
+    if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
+    return MwInfo{r.index, r.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
+}
+
+int Engine::dealloc_mw(uint32_t handle) noexcept {
+    const mem::MptEntry* w = core_->memory->window(handle);
+    if (!w) return EINVAL;
+    const uint32_t pd = w->pd;
+    const int rc = core_->memory->dealloc_mw(handle);
+    if (rc == 0)
+        if (ProtectionDomain* p = core_->pds.find(pd)) --p->users;
+    return rc;
+}
+
 Result<uint32_t> Engine::create_cq(uint32_t cqe) noexcept try {
     if (cqe == 0 || cqe > core_->config.limits.max_cqe) return wire::Unexpected{EINVAL};
     const uint32_t h = core_->cqs.insert(std::make_unique<CompletionQueue>(cqe));
@@ -333,6 +354,7 @@ int Engine::destroy_qp(uint32_t qpn) noexcept try {
     c.cancel(qp->comp.retransmit);
     c.cancel(qp->comp.rnr);
     c.release_qp_references(*qp);
+    c.memory->forget_qp(qpn);  // its type 2 windows stay bound, to nobody (as in rxe)
     // Its place on the ready list (if any) is skipped: transmit() finds no QP by that number.
     c.qps.remove(qpn);
     return 0;

@@ -10,6 +10,7 @@ namespace {
 mem::MemoryConfig memory_config(const EngineConfig& c) {
     mem::MemoryConfig m;
     m.max_mrs = c.limits.max_mr;
+    m.max_mws = c.limits.max_mw;
     m.max_mr_size = c.limits.max_mr_size;
     m.mpt_cache = c.caches.mpt;
     m.mtt_cache = c.caches.mtt;

@@ -45,6 +45,12 @@ struct MrInfo {
     uint32_t rkey = 0;
 };
 
+// ibv_alloc_mw: the window's handle (its MPT index, the same for its whole life) and first rkey.
+struct MwInfo {
+    uint32_t handle = 0;
+    uint32_t rkey = 0;
+};
+
 struct QpInfo {
     uint32_t qpn = 0;
     QpCap cap;  // what was actually granted
@@ -114,7 +120,12 @@ public:
     Result<MrInfo> reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
                                 uint64_t length, uint64_t iova, uint32_t access) noexcept;
     // Work that still names the MR's keys fails with a protection error when it reaches them.
+    // EINVAL while memory windows are bound to it (rxe).
     int dereg_mr(uint32_t lkey) noexcept;
+    // Memory windows (IBV_MW_TYPE_1 = 1, IBV_MW_TYPE_2 = 2). Binding and invalidation are work
+    // requests (BIND_MW, LOCAL_INV, SEND_WITH_INV); deallocation unbinds whatever is bound.
+    Result<MwInfo> alloc_mw(uint32_t pd, uint32_t mw_type) noexcept;
+    int dealloc_mw(uint32_t handle) noexcept;
     Result<uint32_t> create_cq(uint32_t cqe) noexcept;
     int destroy_cq(uint32_t cq) noexcept;  // EBUSY while a QP completes on it
     Result<uint32_t> create_srq(uint32_t pd, const SrqAttributes& attr) noexcept;
