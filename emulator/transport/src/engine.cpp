@@ -247,6 +247,8 @@ Result<QpInfo> Engine::create_qp(const QpInitAttr& a) noexcept try {
     raw->comp.retransmit.owner = raw->comp.rnr.owner = qpn;
     raw->comp.retransmit.kind = static_cast<uint8_t>(TimerKind::Retransmit);
     raw->comp.rnr.kind = static_cast<uint8_t>(TimerKind::Rnr);
+    raw->cc.emplace(c.config.congestion, c.config.port_rate_mbps);
+    c.init_congestion_timers(*raw);
     ++pd->users;
     ++send_cq->users;
     ++recv_cq->users;
@@ -353,6 +355,7 @@ int Engine::destroy_qp(uint32_t qpn) noexcept try {
     if (qp->resp.recv.active && qp->resp.recv.from_srq) c.give_back_recv(*qp);
     c.cancel(qp->comp.retransmit);
     c.cancel(qp->comp.rnr);
+    c.cancel_congestion_timers(*qp);
     c.release_qp_references(*qp);
     c.memory->forget_qp(qpn);  // its type 2 windows stay bound, to nobody (as in rxe)
     // Its place on the ready list (if any) is skipped: transmit() finds no QP by that number.
@@ -500,7 +503,32 @@ std::vector<std::pair<std::string_view, uint64_t>> Engine::cache_counters() cons
 }
 
 bool Engine::has_pending_work() const noexcept {
-    return !core_->ready.empty();
+    return !core_->ready.empty() || !core_->pending_cnps.empty();
+}
+
+std::optional<std::string> Engine::set_congestion_param(std::string_view name, uint64_t value) noexcept try {
+    return cc::set_param(core_->config.congestion, name, value);
+} catch (const std::bad_alloc&) {
+    return std::string("out of memory");
+}
+
+const cc::DcqcnParams& Engine::congestion_params() const noexcept {
+    return core_->config.congestion;
+}
+
+std::optional<QpCongestionInfo> Engine::qp_congestion(uint32_t qpn) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
+    if (!qp || !qp->cc) return std::nullopt;
+    const cc::ReactionPoint& rp = qp->cc->rp;
+    QpCongestionInfo info;
+    info.limited = rp.limited();
+    info.rate_kbps = rp.current_rate_kbps();
+    info.target_kbps = rp.target_rate_kbps();
+    info.alpha = rp.alpha();
+    info.cnps = rp.stats().cnps;
+    info.cuts = rp.stats().cuts;
+    info.cnps_sent = qp->counters.cnps_sent;
+    return info;
 }
 uint64_t Engine::completion_seq() const noexcept {
     return core_->completion_seq;

@@ -8,10 +8,12 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "rnic/common/frame_sink.hpp"
+#include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/transport/counters.hpp"
 #include "rnic/transport/device_attr.hpp"
 #include "rnic/transport/work_request.hpp"
@@ -38,6 +40,21 @@ struct EngineConfig {
     CacheSetup caches;
     EngineTuning tuning;
     uint32_t first_qpn = 0x11;  // QPN 0/1 are the special QPs; rxe starts user QPs at 0x11
+    // Congestion control (docs/congestion.md): DCQCN's knobs, and the port rate that is its
+    // ceiling (rp_max_rate 0) and the pacer's reference.
+    cc::DcqcnParams congestion;
+    uint32_t port_rate_mbps = 10'000;
+};
+
+// A QP's congestion-control state, for rnicctl.
+struct QpCongestionInfo {
+    bool limited = false;        // a CNP cut its rate and it has not recovered yet
+    uint64_t rate_kbps = 0;      // current rate
+    uint64_t target_kbps = 0;
+    uint32_t alpha = 0;          // 1/1024
+    uint64_t cnps = 0;           // CNPs received for this QP
+    uint64_t cuts = 0;
+    uint64_t cnps_sent = 0;      // CNPs this QP sent for CE-marked frames it received
 };
 
 struct MrInfo {
@@ -157,6 +174,13 @@ public:
     size_t transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noexcept;
     std::optional<uint64_t> next_deadline() const noexcept;
     void advance(uint64_t now_ns) noexcept;  // fire timers due by now
+
+    // ---- congestion control ----
+    // Sets one knob by its mlx5 name at run time (from the next event of each QP); the error
+    // names the knob and its range.
+    std::optional<std::string> set_congestion_param(std::string_view name, uint64_t value) noexcept;
+    const cc::DcqcnParams& congestion_params() const noexcept;
+    std::optional<QpCongestionInfo> qp_congestion(uint32_t qpn) const noexcept;
 
     // ---- introspection ----
     const DeviceCounters& device_counters() const noexcept;
