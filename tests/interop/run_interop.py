@@ -13,6 +13,7 @@ validates RDMA WRITE, READ and both atomics. Phases, in order:
           (nftables): RC traffic both ways, data validated
   mtu1024 link and guest MTU 1500 (active MTU 1024 on both, rnicd restarted): UD and RC at the
           port MTU
+At boot, `ibv_devinfo -v` of both sides is compared field by field (devinfo_fidelity.py).
 Afterwards every capture (rnicd's own and the bridge's) must pass rnic-pcap, and each frame
 rnicd sent must follow the conventions rxe relies on (interop_frames.py).
 
@@ -77,6 +78,12 @@ def scenarios():
     for mtu, size in ((1024, 65536), (4096, 65536), (1024, 4097), (4096, 1)):
         out.append(Scenario("jumbo", f"rdma_check -m {mtu} -s {size}", "rdma_check",
                             ["-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
+    # The same through the extended verbs rxe also has: ibv_create_cq_ex with every wc_flags rxe
+    # accepts, ibv_create_qp_ex + ibv_wr_*, completions read with ibv_wc_read_*, and a
+    # WRITE_WITH_IMM whose receive completion the server checks (rdma_check -x).
+    for mtu, size in ((1024, 65536), (4096, 4097)):
+        out.append(Scenario("jumbo", f"rdma_check -x -m {mtu} -s {size} (cq_ex, ibv_wr_*)", "rdma_check",
+                            ["-x", "-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
     f = ["-F"]
     out += [
         Scenario("jumbo", "ib_send_bw -s 65536", "ib_send_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),
