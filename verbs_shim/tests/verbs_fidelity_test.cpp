@@ -691,3 +691,134 @@ TEST_CASE("ibv_query_device(_ex) and ibv_query_port in rxe's manner, limits as r
     CHECK(errno == EINVAL);
     CHECK(ibv_destroy_cq(cq) == 0);
 }
+
+namespace {
+
+// `count` signaled RDMA WRITEs of 8 bytes, wr_ids first, first + 1, ...
+void post_writes(ibv_qp* qp, Buffer& src, Buffer& dst, uint64_t first, int count) {
+    for (int i = 0; i < count; ++i) {
+        ibv_sge sge{src.addr(8 * (first + i) % 4096), 8, src.mr->lkey};
+        ibv_send_wr wr{};
+        wr.wr_id = first + i;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_WRITE;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = dst.addr(8 * (first + i) % 4096);
+        wr.wr.rdma.rkey = dst.mr->rkey;
+        ibv_send_wr* bad = nullptr;
+        REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+    }
+}
+
+// Waits (10 s at most) until dst's [offset, offset + bytes) equals src's, then 300 ms for the
+// ACKs and completions behind them.
+void wait_landed(Buffer& src, Buffer& dst, size_t offset, size_t bytes) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::memcmp(src.bytes.data() + offset, dst.bytes.data() + offset, bytes) != 0 &&
+           std::chrono::steady_clock::now() < deadline)
+        usleep(1000);
+    usleep(300000);
+}
+
+}  // namespace
+
+TEST_CASE("ibv_resize_cq: grow and shrink with completions pending, none lost, order kept, rxe's EINVAL",
+          "[fidelity]") {
+    Device d;
+    ibv_comp_channel* channel = ibv_create_comp_channel(d.ctx);
+    REQUIRE(channel != nullptr);
+    ibv_cq* cq = ibv_create_cq(d.ctx, 8, nullptr, channel, 0);
+    REQUIRE(cq != nullptr);
+    ibv_cq* peer_cq = ibv_create_cq(d.ctx, 8, nullptr, nullptr, 0);
+    REQUIRE(peer_cq != nullptr);
+    ibv_qp* a = make_qp(d, cq, IBV_QPT_RC);
+    ibv_qp* b = make_qp(d, peer_cq, IBV_QPT_RC);
+    connect(d, a, b, IBV_QPT_RC);
+    Buffer src(d.pd, 4096), dst(d.pd, 4096);
+    src.fill(5);
+
+    CHECK(ibv_resize_cq(cq, 0) == EINVAL);
+    ibv_device_attr attr{};
+    REQUIRE(ibv_query_device(d.ctx, &attr) == 0);
+    CHECK(ibv_resize_cq(cq, attr.max_cqe + 1) == EINVAL);
+
+    // A full CQ (8 completions of 8: more would be an overrun, IBA 11.4.2.1). Their data lands
+    // before their ACKs: wait for all of it, then give the ACKs time (the EINVAL below needs
+    // all 8 held).
+    post_writes(a, src, dst, 0, 8);
+    wait_landed(src, dst, 0, 8 * 8);
+    CHECK(ibv_resize_cq(cq, 7) == EINVAL);  // below the 8 it holds
+    CHECK(cq->cqe == 8);
+    REQUIRE(ibv_resize_cq(cq, 8) == 0);     // exactly what it holds
+    CHECK(cq->cqe == 8);
+    REQUIRE(ibv_resize_cq(cq, 64) == 0);    // grow with all of them pending
+    CHECK(cq->cqe == 64);
+    // More than the old size on top, then everything in order.
+    post_writes(a, src, dst, 8, 24);
+    auto wc = wait_for(cq, 32, 20000);
+    REQUIRE(wc.size() == 32);
+    for (size_t i = 0; i < wc.size(); ++i) {
+        CHECK(wc[i].wr_id == i);
+        CHECK(wc[i].status == IBV_WC_SUCCESS);
+        CHECK(wc[i].opcode == IBV_WC_RDMA_WRITE);
+    }
+    CHECK(std::memcmp(dst.bytes.data(), src.bytes.data(), 32 * 8) == 0);
+
+    // Shrink with some pending: polled in part before, the rest after, still in order.
+    post_writes(a, src, dst, 100, 6);
+    wait_landed(src, dst, 100 * 8, 6 * 8);
+    ibv_wc two[2];
+    REQUIRE(ibv_poll_cq(cq, 2, two) == 2);
+    CHECK(two[0].wr_id == 100);
+    CHECK(two[1].wr_id == 101);
+    CHECK(ibv_resize_cq(cq, 3) == EINVAL);
+    REQUIRE(ibv_resize_cq(cq, 4) == 0);
+    CHECK(cq->cqe == 4);
+    wc = wait_for(cq, 4, 20000);
+    REQUIRE(wc.size() == 4);
+    for (size_t i = 0; i < wc.size(); ++i) CHECK(wc[i].wr_id == 102 + i);
+
+    // An armed CQ stays armed across a resize: the next completion raises the event.
+    REQUIRE(ibv_req_notify_cq(cq, 0) == 0);
+    REQUIRE(ibv_resize_cq(cq, 16) == 0);
+    post_writes(a, src, dst, 200, 1);
+    ibv_cq* ev_cq = nullptr;
+    void* ev_ctx = nullptr;
+    REQUIRE(ibv_get_cq_event(channel, &ev_cq, &ev_ctx) == 0);
+    CHECK(ev_cq == cq);
+    ibv_ack_cq_events(cq, 1);
+    wc = wait_for(cq, 1);
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].wr_id == 200);
+
+    CHECK(ibv_destroy_qp(a) == 0);
+    CHECK(ibv_destroy_qp(b) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+    CHECK(ibv_destroy_cq(peer_cq) == 0);
+    CHECK(ibv_destroy_comp_channel(channel) == 0);
+}
+
+TEST_CASE("ibv_rereg_mr: rdma-core's argument checks, then EOPNOTSUPP as on rxe, the MR unchanged", "[fidelity]") {
+    Device d;
+    Buffer buf(d.pd, 4096);
+    const ibv_mr before = *buf.mr;
+    errno = 0;
+    CHECK(ibv_rereg_mr(buf.mr, 1 << 5, nullptr, nullptr, 0, 0) == IBV_REREG_MR_ERR_INPUT);
+    CHECK(errno == EINVAL);  // an unknown flag
+    errno = 0;
+    CHECK(ibv_rereg_mr(buf.mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, 4096, 0) == IBV_REREG_MR_ERR_INPUT);
+    CHECK(errno == EINVAL);  // a translation without an address
+    errno = 0;
+    CHECK(ibv_rereg_mr(buf.mr, IBV_REREG_MR_CHANGE_PD, d.pd, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) ==
+          IBV_REREG_MR_ERR_INPUT);
+    CHECK(errno == EINVAL);  // access bits without CHANGE_ACCESS
+    errno = 0;
+    CHECK(ibv_rereg_mr(buf.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) ==
+          IBV_REREG_MR_ERR_INPUT);
+    CHECK(errno == EOPNOTSUPP);
+    CHECK(buf.mr->lkey == before.lkey);
+    CHECK(buf.mr->rkey == before.rkey);
+    CHECK(buf.mr->addr == before.addr);
+    CHECK(buf.mr->pd == before.pd);
+}

@@ -46,6 +46,8 @@ enum class CmOp : uint16_t {
 };
 inline constexpr uint16_t kCmOpFirst = 25;
 inline constexpr uint16_t kCmOpLast = 45;
+// Verbs ops added after the CM's continue from here (op_table.cpp: row i is op i + 1).
+inline constexpr uint16_t kOpResizeCq = kCmOpLast + 1;  // reply fds: [the new ring memfd]
 
 inline constexpr uint32_t kCmPrivateDataMax = 256;  // the largest a CM MAD carries (MRA's 222 rounded up)
 inline constexpr uint32_t kCmBacklogMax = 1024;     // CONNECT_REQUESTs queued per listener, at most

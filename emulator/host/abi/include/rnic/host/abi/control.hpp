@@ -259,6 +259,14 @@ struct CreateCqReply {
     uint32_t ring_bytes;  // of the memfd
 };
 
+// ResizeCq (an op number after the CM's, abi/cm.hpp): a new ring of `cqe` completions, holding
+// the old ring's unpolled ones first, in order (docs/host_interface.md, "Resizing a CQ").
+struct ResizeCqRequest {
+    uint32_t handle;
+    uint32_t cqe;
+};
+using ResizeCqReply = CreateCqReply;  // reply fds: [the new ring memfd]
+
 struct CreateSrqRequest {
     uint32_t pd;
     uint32_t max_wr;
