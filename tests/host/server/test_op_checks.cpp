@@ -80,6 +80,7 @@ const Shape kShapes[] = {
     {cm(abi::CmOp::JoinMulticast), sizeof(abi::CmJoinRequest)},
     {cm(abi::CmOp::LeaveMulticast), sizeof(abi::CmLeaveRequest)},
     {cm(abi::CmOp::Establish), sizeof(abi::HandleRequest)},
+    {static_cast<Op>(abi::kOpResizeCq), sizeof(abi::ResizeCqRequest)},
 };
 constexpr uint16_t kFirstUnknown = std::size(kShapes) + 1;
 
