@@ -21,7 +21,13 @@
    SEND_WITH_INV of the rkey, whose receive completion the server checks for IBV_WC_WITH_INV and
    invalidated_rkey; type 1: the server's zero-length ibv_bind_mw) and the client's READ through
    it must complete with IBV_WC_REM_ACCESS_ERR. -w 3 is type 2 taken away by the server's own
-   IBV_WR_LOCAL_INV instead. */
+   IBV_WR_LOCAL_INV instead. -w and -x are not combined.
+
+   -x (extended verbs): the same through ibv_create_cq_ex (every wc_flags rxe's provider accepts)
+   and ibv_create_qp_ex, posting with ibv_wr_* and polling with ibv_start_poll/ibv_wc_read_*,
+   each completion's opcode and QP number checked; after the last iteration the client WRITEs
+   WITH_IMM the last pattern again and the server checks its receive completion (opcode
+   RECV_RDMA_WITH_IMM, immediate, byte_len, wc_flags, QP number) through the accessors. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -48,6 +54,8 @@ struct ctx {
     struct ibv_context *dev;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
+    struct ibv_cq_ex *cqx; /* -x: the extended CQ (cq is its ibv_cq) */
+    struct ibv_qp_ex *qpx; /* -x: the QP's work-request API */
     struct ibv_qp *qp;
     struct ibv_mr *mr;
     uint8_t *buf;
@@ -140,9 +148,89 @@ static int wait_wc(struct ctx *c, struct ibv_wc *wc, const char *what, int secon
     }
 }
 
+/* -x: the request through the ibv_wr_* API instead of ibv_post_send. */
+static int post_ex(struct ctx *c, const struct ibv_send_wr *wr) {
+    struct ibv_qp_ex *x = c->qpx;
+    ibv_wr_start(x);
+    x->wr_id = wr->wr_id;
+    x->wr_flags = wr->send_flags;
+    switch (wr->opcode) {
+        case IBV_WR_RDMA_WRITE: ibv_wr_rdma_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, wr->imm_data);
+            break;
+        case IBV_WR_RDMA_READ: ibv_wr_rdma_read(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr); break;
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            ibv_wr_atomic_fetch_add(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, wr->wr.atomic.compare_add);
+            break;
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+            ibv_wr_atomic_cmp_swp(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, wr->wr.atomic.compare_add,
+                                  wr->wr.atomic.swap);
+            break;
+        default: ibv_wr_abort(x); return EINVAL;
+    }
+    ibv_wr_set_sge_list(x, (size_t)wr->num_sge, wr->sg_list);
+    return ibv_wr_complete(x);
+}
+
+/* -x: one completion through the extended CQ (20 s at most), its fields through the accessors. */
+struct ex_wc {
+    enum ibv_wc_status status;
+    enum ibv_wc_opcode opcode;
+    uint32_t qp_num, byte_len;
+    unsigned int wc_flags;
+    uint32_t imm;
+};
+static int poll_ex(struct ctx *c, struct ex_wc *out) {
+    struct ibv_poll_cq_attr attr = {0};
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int rc = ibv_start_poll(c->cqx, &attr);
+        if (rc == 0) {
+            out->status = c->cqx->status;
+            out->opcode = ibv_wc_read_opcode(c->cqx);
+            out->qp_num = ibv_wc_read_qp_num(c->cqx);
+            out->byte_len = ibv_wc_read_byte_len(c->cqx);
+            out->wc_flags = ibv_wc_read_wc_flags(c->cqx);
+            out->imm = ntohl(ibv_wc_read_imm_data(c->cqx));
+            ibv_end_poll(c->cqx);
+            return 0;
+        }
+        if (rc != ENOENT) return die("ibv_start_poll");
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) return 1;
+    }
+}
+
+static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op) {
+    switch (op) {
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+        case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+        case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+        case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+        default: return IBV_WC_SEND;
+    }
+}
+
 /* Posts one signaled work request and waits (20 s at most) for its completion. */
 static int run_wr(struct ctx *c, struct ibv_send_wr *wr, const char *what, int iter) {
     struct ibv_send_wr *bad;
+    if (c->qpx) {
+        struct ex_wc w;
+        if (post_ex(c, wr)) return die(what);
+        if (poll_ex(c, &w)) {
+            fprintf(stderr, "rdma_check: %s %d: no completion in 20 s\n", what, iter);
+            return 1;
+        }
+        if (w.status != IBV_WC_SUCCESS || w.opcode != wc_opcode_of(wr->opcode) || w.qp_num != c->qp->qp_num) {
+            fprintf(stderr, "rdma_check: %s %d completed with %s, opcode %d, qp 0x%x\n", what, iter,
+                    ibv_wc_status_str(w.status), (int)w.opcode, w.qp_num);
+            return 1;
+        }
+        return 0;
+    }
     if (ibv_post_send(c->qp, wr, &bad)) return die(what);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -207,6 +295,31 @@ static int client(struct ctx *c, const struct dest *d, int iters) {
             fprintf(stderr, "rdma_check: CMP_AND_SWAP %d returned %llu\n", it, (unsigned long long)*result);
             return 1;
         }
+    }
+    if (c->qpx) { /* the last pattern again, WITH_IMM: the server checks its receive completion */
+        sge.addr = (uintptr_t)src;
+        sge.length = (uint32_t)c->size;
+        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr.imm_data = htonl(0x5eed0000u + (uint32_t)iters);
+        wr.wr.rdma.remote_addr = d->addr;
+        wr.wr.rdma.rkey = d->rkey;
+        if (run_wr(c, &wr, "RDMA WRITE WITH_IMM", iters)) return 1;
+    }
+    return 0;
+}
+
+/* -x: the receive the client's WRITE_WITH_IMM consumed, read through the accessors. */
+static int server_check_imm(struct ctx *c, int iters) {
+    struct ex_wc w;
+    if (poll_ex(c, &w)) {
+        fprintf(stderr, "rdma_check: no RECV_RDMA_WITH_IMM completion in 20 s\n");
+        return 1;
+    }
+    if (w.status != IBV_WC_SUCCESS || w.opcode != IBV_WC_RECV_RDMA_WITH_IMM || w.imm != 0x5eed0000u + (uint32_t)iters ||
+        w.byte_len != c->size || !(w.wc_flags & IBV_WC_WITH_IMM) || w.qp_num != c->qp->qp_num) {
+        fprintf(stderr, "rdma_check: receive completion %s opcode %d imm 0x%x byte_len %u wc_flags 0x%x qp 0x%x\n",
+                ibv_wc_status_str(w.status), (int)w.opcode, w.imm, w.byte_len, w.wc_flags, w.qp_num);
+        return 1;
     }
     return 0;
 }
@@ -308,10 +421,10 @@ static int check_invalidated(struct ctx *c, uint32_t rkey) {
 
 int main(int argc, char **argv) {
     const char *devname = NULL, *server = NULL;
-    int gid_index = 0, port = 18600, iters = 10, window = 0, opt;
+    int gid_index = 0, port = 18600, iters = 10, window = 0, opt, extended = 0;
     size_t size = 65536;
     enum ibv_mtu mtu = IBV_MTU_1024;
-    while ((opt = getopt(argc, argv, "d:g:p:m:s:n:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "d:g:p:m:s:n:w:x")) != -1) {
         switch (opt) {
             case 'd': devname = optarg; break;
             case 'g': gid_index = atoi(optarg); break;
@@ -320,11 +433,12 @@ int main(int argc, char **argv) {
             case 's': size = strtoul(optarg, NULL, 0); break;
             case 'n': iters = atoi(optarg); break;
             case 'w': window = atoi(optarg); break;
-            default: fprintf(stderr, "usage: rdma_check -d DEV -g GID -p PORT [-m MTU] [-s SIZE] [-n N] [SERVER]\n"); return 2;
+            case 'x': extended = 1; break;
+            default: fprintf(stderr, "usage: rdma_check -d DEV -g GID -p PORT [-m MTU] [-s SIZE] [-n N] [-w 1|2|3 | -x] [SERVER]\n"); return 2;
         }
     }
     if (optind < argc) server = argv[optind];
-    if (size == 0 || size > (1u << 24) || iters < 1 || window < 0 || window > 3) return 2;
+    if (size == 0 || size > (1u << 24) || iters < 1 || window < 0 || window > 3 || (window && extended)) return 2;
     const int mw_type = window == 1 ? 1 : 2; /* -w 3: type 2, invalidated locally */
 
     struct ibv_device **list = ibv_get_device_list(NULL);
@@ -338,7 +452,17 @@ int main(int argc, char **argv) {
     c.total = c.result + 8;
     if (!(c.dev = ibv_open_device(dev))) return die("ibv_open_device");
     if (!(c.pd = ibv_alloc_pd(c.dev))) return die("ibv_alloc_pd");
-    if (!(c.cq = ibv_create_cq(c.dev, 16, NULL, NULL, 0))) return die("ibv_create_cq");
+    if (extended) {
+        /* Every wc_flags rxe's provider (rdma-core 44) accepts. */
+        struct ibv_cq_init_attr_ex ca = {.cqe = 16,
+                                         .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+                                                     IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+                                                     IBV_WC_EX_WITH_DLID_PATH_BITS};
+        if (!(c.cqx = ibv_create_cq_ex(c.dev, &ca))) return die("ibv_create_cq_ex");
+        c.cq = ibv_cq_ex_to_cq(c.cqx);
+    } else if (!(c.cq = ibv_create_cq(c.dev, 16, NULL, NULL, 0))) {
+        return die("ibv_create_cq");
+    }
     c.buf = aligned_alloc(4096, (c.total + 4095) / 4096 * 4096);
     memset(c.buf, 0, c.total);
     if (!(c.mr = ibv_reg_mr(c.pd, c.buf, c.total,
@@ -347,7 +471,17 @@ int main(int argc, char **argv) {
         return die("ibv_reg_mr");
     struct ibv_qp_init_attr qa = {.send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_RC,
                                   .cap = {.max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
-    if (!(c.qp = ibv_create_qp(c.pd, &qa))) return die("ibv_create_qp");
+    if (extended) {
+        struct ibv_qp_init_attr_ex qx = {.send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_RC, .cap = qa.cap,
+                                         .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = c.pd,
+                                         .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                                                           IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+                                                           IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP};
+        if (!(c.qp = ibv_create_qp_ex(c.dev, &qx))) return die("ibv_create_qp_ex");
+        if (!(c.qpx = ibv_qp_to_qp_ex(c.qp))) return die("ibv_qp_to_qp_ex");
+    } else if (!(c.qp = ibv_create_qp(c.pd, &qa))) {
+        return die("ibv_create_qp");
+    }
 
     struct dest mine = {.qpn = c.qp->qp_num, .rkey = c.mr->rkey, .addr = (uintptr_t)c.buf}, theirs;
     srand48(getpid() * time(NULL));
@@ -358,6 +492,10 @@ int main(int argc, char **argv) {
     int fd = tcp_exchange(server, port, &mine, &theirs);
     if (fd < 0) return die("the TCP exchange");
     if (connect_qp(&c, gid_index, mtu, &mine, &theirs)) return 1;
+    if (extended && !server) { /* the receive the client's WRITE_WITH_IMM takes (an RNR NAK until it is here) */
+        struct ibv_recv_wr rwr = {.wr_id = 7}, *rbad;
+        if (ibv_post_recv(c.qp, &rwr, &rbad)) return die("ibv_post_recv");
+    }
 
     struct ibv_mw *mw = NULL;
     uint32_t mw_rkey = 0;
@@ -424,7 +562,7 @@ int main(int argc, char **argv) {
             if (write(fd, &ack, 1) != 1) return die("the unbind exchange");
         }
         if (recv(fd, &done, 1, MSG_WAITALL) != 1) return die("waiting for the client");
-        rc = done != 'd' || server_check(&c, iters);
+        rc = done != 'd' || server_check(&c, iters) || (extended && server_check_imm(&c, iters));
         verdict = rc ? 'n' : 'y';
         if (write(fd, &verdict, 1) != 1) return die("the final TCP exchange");
     }
@@ -433,7 +571,8 @@ int main(int argc, char **argv) {
         printf("rdma_check: %d iterations of WRITE+READ %zu B, FETCH_AND_ADD, CMP_AND_SWAP%s: data ok\n", iters, size,
                window == 1 ? " through a type 1 window, unbound, then refused"
                : window == 2 ? " through a type 2 window, SEND_WITH_INV, then refused"
-               : window == 3 ? " through a type 2 window, LOCAL_INV, then refused" : "");
+               : window == 3 ? " through a type 2 window, LOCAL_INV, then refused"
+               : extended ? " (cq_ex, ibv_wr_*, WRITE_WITH_IMM)" : "");
     ibv_destroy_qp(c.qp);
     if (mw && ibv_dealloc_mw(mw)) return die("ibv_dealloc_mw"); /* before the region it was bound to */
     ibv_dereg_mr(c.mr);

@@ -14,6 +14,7 @@ Phases, in order:
           (nftables): RC traffic both ways, data validated
   mtu1024 link and guest MTU 1500 (active MTU 1024 on both, rnicd restarted): UD and RC at the
           port MTU
+At boot, `ibv_devinfo -v` of both sides is compared field by field (devinfo_fidelity.py).
 Afterwards every capture (rnicd's own and the bridge's) must pass rnic-pcap, and each frame
 rnicd sent must follow the conventions rxe relies on (interop_frames.py).
 
@@ -35,6 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import interop_bed as bedlib  # noqa: E402
 import interop_frames  # noqa: E402
+import devinfo_fidelity  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PINGPONG_OK = r"\d+ iters in [0-9.]+ seconds"
@@ -84,6 +86,12 @@ def scenarios():
     for window in (1, 2, 3):
         out.append(Scenario("jumbo", f"rdma_check -w {window} -m 1024 -s 4097 (memory window)", "rdma_check",
                             ["-w", str(window), "-m", "1024", "-s", "4097", *n], RDMA_CHECK_OK))
+    # The same through the extended verbs rxe also has: ibv_create_cq_ex with every wc_flags rxe
+    # accepts, ibv_create_qp_ex + ibv_wr_*, completions read with ibv_wc_read_*, and a
+    # WRITE_WITH_IMM whose receive completion the server checks (rdma_check -x).
+    for mtu, size in ((1024, 65536), (4096, 4097)):
+        out.append(Scenario("jumbo", f"rdma_check -x -m {mtu} -s {size} (cq_ex, ibv_wr_*)", "rdma_check",
+                            ["-x", "-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
     f = ["-F"]
     out += [
         Scenario("jumbo", "ib_send_bw -s 65536", "ib_send_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),
@@ -304,6 +312,7 @@ class Runner:
         self.bed.start_rnicd(captures[-1])
         boot = self.bed.start_vm(kernel, initrd, guest_mtu=9000)
         self.say(f"VM up in {boot:.1f} s: rxe0 {self.bed.vm_env}, rnicd {bedlib.RNIC_IP} mac {self.bed.rnicd_mac}")
+        self.compare_devinfo()
         if "jumbo" in phases:
             self.run_phase("jumbo", selected)
         if "ipv6" in phases:
@@ -340,6 +349,27 @@ class Runner:
         for pcap in captures:
             if os.path.basename(pcap).startswith("bridge-"):
                 self.check_conventions(pcap)
+
+    def compare_devinfo(self):
+        """`ibv_devinfo -v` of rxe0 and of rnic0 on the same link (MTU 9000), saved in the workdir
+        and compared field by field (devinfo_fidelity.py: every difference must be on its list of
+        allowed ones, each with its reason; docs/fidelity.md)."""
+        rc, theirs = self.bed.vm_run("ibv_devinfo -v -d rxe0", timeout=60)
+        r = subprocess.run(self.host(["ibv_devinfo", "-v", "-d", "rnic0"]), capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        for name, text in (("rxe-devinfo.txt", theirs), ("rnicd-devinfo.txt", r.stdout + r.stderr)):
+            with open(os.path.join(self.a.workdir, name), "w") as f:
+                f.write(text)
+        if rc != 0 or r.returncode != 0:
+            self.failures.append(f"ibv_devinfo -v: rxe rc {rc}, rnicd rc {r.returncode}")
+            return
+        problems, allowed, _rows = devinfo_fidelity.compare(theirs, r.stdout, bedlib.VM_MAC, self.bed.rnicd_mac)
+        self.say(f"ibv_devinfo -v: {allowed} documented differences from rxe, {len(problems)} unexplained")
+        for p in problems:
+            self.say("  " + p)
+        self.results.append({"scenario": "ibv_devinfo -v fidelity", "ok": not problems, "problems": problems})
+        if problems:
+            self.failures.append(f"ibv_devinfo -v differs from rxe's: {'; '.join(problems)}")
 
     def check_loss(self, pcap, from_us, to_us):
         """The loss phase only proves something if frames were lost both ways and both

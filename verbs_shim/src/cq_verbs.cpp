@@ -215,9 +215,17 @@ RNIC_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
     return 0;
 }
 
-// Growing a CQ would mean a new ring under a live poller; rnicd does not offer it.
-RNIC_EXPORT int ibv_resize_cq(ibv_cq*, int) {
-    return EOPNOTSUPP;
+// A new ring from the daemon with the unpolled completions first (docs/host_interface.md,
+// "Resizing a CQ"); EINVAL below the completions the CQ holds or past max_cqe, as rxe.
+RNIC_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
+    if (cq == nullptr || cqe < 1) return EINVAL;
+    Cq* c = cq_of(cq);
+    if (const int rc = conn_of(cq->context).resize_cq(c->impl, static_cast<uint32_t>(cqe)); rc != 0) {
+        trace_failure("ibv_resize_cq", rc);
+        return rc;
+    }
+    cq->cqe = static_cast<int>(c->impl->cqe);
+    return 0;
 }
 
 RNIC_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {

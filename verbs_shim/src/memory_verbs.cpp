@@ -82,10 +82,15 @@ RNIC_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     return 0;
 }
 
-// Re-registration in place (new keys kept) is not offered; rdma-core reports a failed rereg
-// as IBV_REREG_MR_ERR_INPUT with errno set, the MR left as it was.
-RNIC_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) {
-    errno = EOPNOTSUPP;
+// Re-registration in place (new keys kept) is not offered, as on rxe (kernel 6.1: no rereg_mr):
+// rdma-core's checks of the arguments first (EINVAL), then its answer for a provider without
+// the op, IBV_REREG_MR_ERR_INPUT with errno EOPNOTSUPP; the MR is left as it was.
+RNIC_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd*, void* addr, size_t length, int access) {
+    constexpr int kKnownFlags = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+    const bool bad_input = mr == nullptr || (flags & ~kKnownFlags) != 0 ||
+                           ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || addr == nullptr)) ||
+                           (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS));
+    errno = bad_input ? EINVAL : EOPNOTSUPP;
     return IBV_REREG_MR_ERR_INPUT;
 }
 

@@ -3,6 +3,7 @@
 // producer-index release per chunk; a syscall only to wake a sleeping daemon). Requests are
 // converted in chunks on the stack so the data path allocates nothing.
 #include "shim_objects.hpp"
+#include "qp_state_rules.hpp"
 #include "verbs_ops.hpp"
 
 namespace rnic::shim {
@@ -89,6 +90,10 @@ int post_chain(IbvWr* wr, IbvWr** bad_wr, bool ud, Post&& post) {
 }  // namespace
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+    if (!send_allowed(qp)) {
+        if (bad_wr != nullptr) *bad_wr = wr;
+        return EINVAL;
+    }
     client::Qp* q = qp_of(qp)->impl;
     client::Connection& conn = conn_of(qp->context);
     return post_chain<ibv_send_wr, client::SendWr>(
@@ -97,6 +102,10 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 }
 
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+    if (!recv_allowed(qp)) {
+        if (bad_wr != nullptr) *bad_wr = wr;
+        return EINVAL;
+    }
     client::Qp* q = qp_of(qp)->impl;
     client::Connection& conn = conn_of(qp->context);
     return post_chain<ibv_recv_wr, client::RecvWr>(

@@ -3,6 +3,7 @@
 // the shim checks only what the host interface cannot carry.
 #include "export.hpp"
 #include "shim_objects.hpp"
+#include "qp_state_rules.hpp"
 #include "verbs_ops.hpp"
 
 namespace rnic::shim {
@@ -15,6 +16,31 @@ constexpr uint64_t kSupportedSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WIT
                                        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
                                        IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
                                        IBV_QP_EX_WITH_BIND_MW;
+
+// The send opcodes each transport allows, as rxe's provider (rdma-core 44) checks them at
+// create_qp_ex (EOPNOTSUPP beyond them): UC has no READ, atomics or LOCAL_INV, UD only SENDs.
+// The QP gets what its type allows and the device implements (kSupportedSendOps).
+constexpr uint64_t kRcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                                IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                                IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+                                IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |
+                                IBV_QP_EX_WITH_ATOMIC_WRITE;
+constexpr uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+                                IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+uint64_t send_ops_of_type(ibv_qp_type type) {
+    switch (type) {
+        case IBV_QPT_RC:
+            return kRcSendOps & kSupportedSendOps;
+        case IBV_QPT_UC:
+            return kUcSendOps & kSupportedSendOps;
+        case IBV_QPT_UD:
+            return kUdSendOps & kSupportedSendOps;
+        default:
+            return 0;
+    }
+}
 
 constexpr uint32_t kKnownQpInitMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                       IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
@@ -129,7 +155,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
         return fail_null<ibv_qp>(EOPNOTSUPP);
     uint64_t send_ops = 0;
     if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-        if (attr->send_ops_flags & ~kSupportedSendOps) return fail_null<ibv_qp>(EOPNOTSUPP);
+        if (attr->send_ops_flags & ~send_ops_of_type(attr->qp_type)) return fail_null<ibv_qp>(EOPNOTSUPP);
         send_ops = attr->send_ops_flags;
     }
     return make_qp(attr->pd, *attr, (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0, send_ops);
@@ -183,7 +209,7 @@ RNIC_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
         trace_failure("ibv_modify_qp", rc);
         return rc;
     }
-    if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
+    if (mask & IBV_QP_STATE) store_qp_state(qp, attr->qp_state);
     return 0;
 }
 
@@ -201,7 +227,7 @@ RNIC_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_q
                       r->init_cap.max_recv_sge, r->init_cap.max_inline_data};
     init_attr->qp_type = qp->qp_type;
     init_attr->sq_sig_all = static_cast<int>(r->sq_sig_all);
-    if (attr_mask & IBV_QP_STATE) qp->state = attr->qp_state;
+    if (attr_mask & IBV_QP_STATE) store_qp_state(qp, attr->qp_state);
     return 0;
 }
 

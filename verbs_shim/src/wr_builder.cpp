@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "shim_objects.hpp"
+#include "qp_state_rules.hpp"
 #include "verbs_ops.hpp"
 
 namespace rnic::shim {
@@ -189,6 +190,9 @@ int wr_complete(ibv_qp_ex* q) {
     Qp* qp = qp_of(q);
     WrBatch& b = qp->batch;
     int rc = b.error;
+    // A request error is reported first, then the state (rxe: the batch's error, then the
+    // doorbell's EINVAL); either way nothing is posted.
+    if (rc == 0 && !send_allowed(&qp->qpx.qp_base)) rc = EINVAL;
     if (rc == 0 && !b.wrs.empty()) {
         const size_t n = b.wrs.size();
         for (size_t i = 0; i < n; ++i) {

@@ -6,12 +6,21 @@
     attributes, errno values, both post APIs, events, UD/GRH, SRQ.
  3. verbs_api_test "[death]": SIGKILLs the daemon the bed started and checks error completions,
     IBV_EVENT_DEVICE_FATAL and EIO.
-Usage: check_verbs_api.py TESTBED RNICD VERBS_API_TEST STRINGS_PROBE LIB_DIR"""
+ 4. verbs_fidelity_test "[fidelity]" (before the daemon dies): rxe's behaviour (posting per QP
+    state, query attributes, cq_ex accessors, the ibv_wr_* API; docs/fidelity.md).
+ 5. `ibv_devinfo -v` (Debian's, over our library) against Linux rxe's, captured in the interop VM
+    (tests/interop/data/rxe-devinfo-v-6.1.txt), field by field: every difference must be one
+    tests/interop/devinfo_fidelity.py allows, with its reason (docs/fidelity.md).
+Usage: check_verbs_api.py TESTBED RNICD VERBS_API_TEST STRINGS_PROBE LIB_DIR FIDELITY_TEST"""
 import os
 import subprocess
 import sys
 
-testbed, rnicd, api_test, probe, lib_dir = sys.argv[1:6]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "interop"))
+import devinfo_fidelity  # noqa: E402
+
+testbed, rnicd, api_test, probe, lib_dir, fidelity_test = sys.argv[1:7]
 name = f"rnicva{os.getpid() % 10000}"
 state = f"/tmp/{name}"
 env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.83.0")
@@ -46,6 +55,13 @@ try:
         bed = dict(kv.split("=", 1) for kv in f.read().split())
     test_env = {"RNIC_RUN_DIR": f"{state}/run-a", "RNIC_TEST_IP": bed["ip_a"]}
     run([api_test, "[api]", "--durations", "yes"], test_env)
+    run([fidelity_test, "[fidelity]", "--durations", "yes"], test_env)
+    r = run(["ibv_devinfo", "-v", "-d", "rnic0"], dict(test_env, LD_LIBRARY_PATH=lib_dir))
+    with open(os.path.join(HERE, "..", "..", "tests", "interop", "data", "rxe-devinfo-v-6.1.txt")) as f:
+        problems, allowed, _ = devinfo_fidelity.compare(f.read(), r.stdout)
+    print(f"ibv_devinfo -v against rxe's: {allowed} documented differences, {len(problems)} unexplained", flush=True)
+    if r.returncode != 0 or problems:
+        failures.append(f"ibv_devinfo -v differs from rxe's: {problems}")
     run([api_test, "[death]", "--durations", "yes"],
         dict(test_env, RNIC_TEST_DAEMON_PIDFILE=f"{state}/rnicd-a.pid"), timeout=60)
 finally:

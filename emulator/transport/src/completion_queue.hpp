@@ -23,6 +23,8 @@ public:
     size_t poll(std::span<WorkCompletion> out) noexcept;
 
     uint32_t capacity() const noexcept { return capacity_; }
+    // ibv_resize_cq: the caller checked that the entries held fit.
+    void set_capacity(uint32_t capacity) noexcept { capacity_ = capacity; }
     size_t size() const noexcept { return entries_.size(); }
     bool overflowed() const noexcept { return overflowed_; }
     uint64_t lost() const noexcept { return lost_; }

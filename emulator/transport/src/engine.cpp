@@ -153,6 +153,15 @@ int Engine::destroy_cq(uint32_t cq) noexcept {
     return 0;
 }
 
+int Engine::resize_cq(uint32_t cq, uint32_t cqe, uint64_t held_elsewhere) noexcept {
+    CompletionQueue* c = core_->cqs.find(cq);
+    if (!c) return EINVAL;
+    if (cqe == 0 || cqe > core_->config.limits.max_cqe) return EINVAL;
+    if (cqe < c->size() + held_elsewhere) return EINVAL;
+    c->set_capacity(cqe);
+    return 0;
+}
+
 Result<uint32_t> Engine::create_srq(uint32_t pd, const SrqAttributes& attr) noexcept try {
     const DeviceLimits& l = core_->config.limits;
     ProtectionDomain* p = core_->pds.find(pd);

@@ -82,6 +82,7 @@ const Shape kShapes[] = {
     {cm(abi::CmOp::Establish), sizeof(abi::HandleRequest)},
     {Op::AllocMw, sizeof(abi::AllocMwRequest)},
     {Op::DeallocMw, sizeof(abi::HandleRequest)},
+    {Op::ResizeCq, sizeof(abi::ResizeCqRequest)},
 };
 constexpr uint16_t kFirstUnknown = std::size(kShapes) + 1;
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rnic/host/abi/cm.hpp"
 #include "rnic/host/client/connection.hpp"
 #include "rnic/host/client/verbs_values.hpp"
 #include "socket_io.hpp"
@@ -269,6 +270,42 @@ Result<Cq*> Connection::create_cq(uint32_t cqe, CompChannel* channel, uint32_t c
     return raw;
 } catch (...) {  // allocation failure: verbs report it as ENOMEM
     return Error{ENOMEM};
+}
+
+// ibv_resize_cq: the daemon makes a new ring holding the unpolled completions first, in order
+// (docs/host_interface.md, "Resizing a CQ"). The CQ's lock is held throughout, so no poll or arm
+// touches the old ring while the daemon copies it; the swap is under the object lock too, which
+// get_cq_event holds while it reads the ring's event count.
+int Connection::resize_cq(Cq* cq, uint32_t cqe) try {
+    if (cq == nullptr || cq->connection != this) return EINVAL;
+    std::lock_guard v(verbs_lock_);
+    std::lock_guard poll(cq->lock);
+    const abi::ResizeCqRequest req{cq->handle, cqe};
+    std::vector<uint8_t> reply;
+    std::vector<int> fds;
+    if (const int rc = call(static_cast<abi::Op>(abi::kOpResizeCq), bytes_of(req), {}, &reply, &fds); rc != 0)
+        return rc;
+    abi::ResizeCqReply r{};
+    if (!parse(reply, r) || fds.size() != 1 || r.handle != cq->handle || !abi::is_power_of_two(r.ring_size) ||
+        r.ring_size < r.cqe || r.ring_bytes < abi::ring_bytes(r.ring_size, sizeof(abi::Cqe))) {
+        detail::close_all(fds);
+        return EPROTO;
+    }
+    RingMapping fresh;
+    // The daemon already moved to the new ring: a CQ we cannot map is lost (EPROTO/ENOMEM), as a
+    // provider's CQ whose new buffer cannot be mapped would be.
+    if (const int rc = map_ring(fds[0], r.ring_bytes, fresh); rc != 0) return rc;
+    {
+        std::lock_guard o(objects_lock_);
+        std::swap(cq->memory.base, fresh.base);
+        std::swap(cq->memory.bytes, fresh.bytes);
+        cq->ring = abi::RingView(cq->memory.base, r.ring_size, sizeof(abi::Cqe));
+        cq->consumed = cq->ring.header().consumer.load(std::memory_order_acquire);
+    }
+    cq->cqe = r.cqe;
+    return 0;  // `fresh` now holds the old mapping and unmaps it
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
 }
 
 int Connection::destroy_cq(Cq* cq) try {

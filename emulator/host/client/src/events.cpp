@@ -46,6 +46,8 @@ bool Connection::channel_has_events(const CompChannel* channel) const noexcept {
 
 int Connection::req_notify_cq(Cq* cq, bool solicited_only) noexcept {
     if (dead()) return EIO;
+    // Under the CQ's lock: a resize swaps the ring under it (an arm in the old ring would be lost).
+    std::lock_guard lock(cq->lock);
     abi::arm_cq(cq->ring.header(), solicited_only ? abi::kArmSolicited : abi::kArmNext);
     return 0;
 }

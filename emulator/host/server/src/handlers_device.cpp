@@ -11,6 +11,7 @@
 #include <string>
 
 #include "control_request.hpp"
+#include "device_caps.hpp"
 #include "notify_socket.hpp"
 
 namespace rnic::host::server {
@@ -42,7 +43,7 @@ PortAttr port_attr(const tp::Engine& e, uint32_t ethernet_mtu, uint32_t link_spe
     a.max_mtu = static_cast<uint32_t>(p.max_mtu);
     a.active_mtu = static_cast<uint32_t>(p.active_mtu);
     a.gid_tbl_len = p.gid_tbl_len;
-    a.port_cap_flags = 1u << 26;  // IBV_PORT_IP_BASED_GIDS, as RoCE ports report
+    a.port_cap_flags = static_cast<uint32_t>(claimed(kPortCaps));
     a.max_msg_sz = p.max_msg_sz;
     a.pkey_tbl_len = p.pkey_tbl_len;
     const IbRate rate = ib_rate_of_ethernet(link_speed_mbps);
@@ -62,13 +63,8 @@ DeviceAttr device_attr(const tp::Engine& e, const wire::MacAddr& mac) {
     const uint8_t g[8] = {uint8_t(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
     for (uint8_t b : g) a.node_guid = (a.node_guid << 8) | b;
     a.sys_image_guid = a.node_guid;
-    // What the engine really does: RNR NAKs for RC (IBV_DEVICE_RC_RNR_NAK_GEN) and a system
-    // image GUID (IBV_DEVICE_SYS_IMAGE_GUID). No APM, XRC or SRQ resize.
-    constexpr uint32_t kSysImageGuid = 1u << 11, kRcRnrNakGen = 1u << 12;
-    a.device_cap_flags = kSysImageGuid | kRcRnrNakGen;
-    // Memory windows, type 1 and 2B (IBV_DEVICE_MEM_WINDOW, IBV_DEVICE_MEM_WINDOW_TYPE_2B), as rxe.
-    constexpr uint32_t kMemWindow = 1u << 17, kMemWindowType2B = 1u << 24;
-    a.device_cap_flags |= kMemWindow | kMemWindowType2B;
+    // What the engine really does (device_caps.hpp, one line per capability).
+    a.device_cap_flags = static_cast<uint32_t>(claimed(kDeviceCaps));
     a.max_mw = l.max_mw;
     a.max_mr_size = l.max_mr_size;
     a.page_size_cap = d.page_size_cap;
@@ -95,7 +91,9 @@ DeviceAttr device_attr(const tp::Engine& e, const wire::MacAddr& mac) {
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 15;
     a.phys_port_cnt = d.phys_port_cnt;
-    std::snprintf(a.fw_ver, sizeof a.fw_ver, "rnic %u", unsigned{kAbiVersion});
+    // rxe's format (its provider prints the kernel's 64-bit fw_ver as major.minor.sub_minor;
+    // rxe's is 0.0.0): rnicd's minor number is its host-interface ABI version.
+    std::snprintf(a.fw_ver, sizeof a.fw_ver, "0.%u.0", unsigned{kAbiVersion});
     return a;
 }
 

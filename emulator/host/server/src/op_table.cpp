@@ -151,6 +151,7 @@ constexpr OpRow kOps[] = {
     row<&Impl::on_cm_establish>(CmOp::Establish),
     row<&Impl::on_alloc_mw>(Op::AllocMw),
     row<&Impl::on_dealloc_mw>(Op::DeallocMw),
+    row<&Impl::on_resize_cq>(Op::ResizeCq),
 };
 
 // The lookup is an index, so a row out of place, or one no message could meet, does not compile.

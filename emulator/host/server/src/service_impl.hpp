@@ -158,6 +158,7 @@ struct HostService::Impl {
     void on_destroy_comp_channel(Request& rq, const abi::HandleRequest& req);
     void on_create_cq(Request& rq, const abi::CreateCqRequest& req);
     void on_destroy_cq(Request& rq, const abi::HandleRequest& req);
+    void on_resize_cq(Request& rq, const abi::ResizeCqRequest& req);
     void on_create_srq(Request& rq, const abi::CreateSrqRequest& req);
     void on_modify_srq(Request& rq, const abi::ModifySrqRequest& req);
     void on_query_srq(Request& rq, const abi::HandleRequest& req);

@@ -39,7 +39,8 @@ enum class AtomicCap : uint8_t { None = 0, Hca = 1, Glob = 2 };  // enum ibv_ato
 struct DeviceAttributes {
     DeviceLimits limits;
     AtomicCap atomic_cap = AtomicCap::Hca;  // atomic among this device's QPs (std::atomic_ref)
-    uint32_t vendor_id = 0;
+    // As Linux rxe: no IEEE OUI of its own, so 0xffffff (rxe's RXE_VENDOR_ID), part 0, hw_ver 0.
+    uint32_t vendor_id = 0xffffff;
     uint32_t vendor_part_id = 0;
     uint64_t page_size_cap = 4096;
     uint8_t phys_port_cnt = 1;

@@ -145,6 +145,9 @@ public:
     int dealloc_mw(uint32_t handle) noexcept;
     Result<uint32_t> create_cq(uint32_t cqe) noexcept;
     int destroy_cq(uint32_t cq) noexcept;  // EBUSY while a QP completes on it
+    // ibv_resize_cq's engine half: the capacity becomes `cqe`; EINVAL past max_cqe or below the
+    // completions held here plus `held_elsewhere` (the host's ring), as rxe refuses a shrink.
+    int resize_cq(uint32_t cq, uint32_t cqe, uint64_t held_elsewhere) noexcept;
     Result<uint32_t> create_srq(uint32_t pd, const SrqAttributes& attr) noexcept;
     int modify_srq(uint32_t srq, uint32_t srq_limit) noexcept;
     int destroy_srq(uint32_t srq) noexcept;  // EBUSY while a QP is attached

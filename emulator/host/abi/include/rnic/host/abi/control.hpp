@@ -59,6 +59,7 @@ enum class Op : uint16_t {
     // 25..45 are the CM's (cm.hpp); the verbs continue after them.
     AllocMw = 46,    // AllocMwRequest -> AllocMwReply
     DeallocMw = 47,  // HandleRequest (the window's handle)
+    ResizeCq = 48,   // ResizeCqRequest; reply fds: [the new ring memfd]
 };
 
 struct MessageHeader {
@@ -273,6 +274,14 @@ struct CreateCqReply {
     uint32_t ring_size;   // entries, a power of two >= cqe
     uint32_t ring_bytes;  // of the memfd
 };
+
+// ResizeCq (an op number after the CM's, abi/cm.hpp): a new ring of `cqe` completions, holding
+// the old ring's unpolled ones first, in order (docs/host_interface.md, "Resizing a CQ").
+struct ResizeCqRequest {
+    uint32_t handle;
+    uint32_t cqe;
+};
+using ResizeCqReply = CreateCqReply;  // reply fds: [the new ring memfd]
 
 struct CreateSrqRequest {
     uint32_t pd;

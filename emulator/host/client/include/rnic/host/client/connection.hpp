@@ -80,6 +80,7 @@ public:
 
     Result<Cq*> create_cq(uint32_t cqe, CompChannel* channel, uint32_t comp_vector);
     int destroy_cq(Cq* cq);
+    int resize_cq(Cq* cq, uint32_t cqe);  // 0 or an errno (EINVAL: below the completions it holds)
     // ibv_poll_cq: completions written (0..n), or a negative errno (a corrupt ring).
     int poll_cq(Cq* cq, int n, abi::Cqe* out) noexcept;
     int req_notify_cq(Cq* cq, bool solicited_only) noexcept;
