@@ -616,7 +616,8 @@ TEST_CASE("ibv_query_device(_ex) and ibv_query_port in rxe's manner, limits as r
     CHECK(minor >= 3);  // the host-interface ABI version
     CHECK(sub == 0);
     // Exactly what rnicd implements (device_caps.hpp); nothing rxe lacks.
-    const unsigned claimed = IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+    const unsigned claimed = IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+                             IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     CHECK(a.device_cap_flags == claimed);
     CHECK((a.device_cap_flags & ~0x01223c76u) == 0);  // rxe 6.1's flags
     CHECK(a.atomic_cap == IBV_ATOMIC_HCA);
@@ -624,7 +625,7 @@ TEST_CASE("ibv_query_device(_ex) and ibv_query_port in rxe's manner, limits as r
     CHECK(a.phys_port_cnt == 1);
     CHECK(a.max_sge_rd == a.max_sge);
     CHECK(a.max_ee_rd_atom == 0);
-    CHECK(a.max_mw == 0);
+    CHECK(a.max_mw == 4096);
     CHECK(a.max_mcast_grp == 0);
     CHECK(a.max_pkeys == 1);
     CHECK(a.local_ca_ack_delay == 15);
