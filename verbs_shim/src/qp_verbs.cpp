@@ -13,7 +13,8 @@ namespace {
 constexpr uint64_t kSupportedSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                                        IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
                                        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-                                       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+                                       IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
+                                       IBV_QP_EX_WITH_ATOMIC_WRITE | (1ull << 11) /* IBV_QP_EX_WITH_FLUSH (v45) */;
 
 constexpr uint32_t kKnownQpInitMask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                       IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
@@ -81,7 +82,10 @@ ibv_qp* make_qp(ibv_pd* pd, ibv_qp_init_attr_ex& attr, bool extended, uint64_t s
     b.qp_type = attr.qp_type;
     pthread_mutex_init(&b.mutex, nullptr);
     pthread_cond_init(&b.cond, nullptr);
-    if (extended) install_wr_ops(q->qpx);
+    if (extended) {
+        install_wr_ops(q->qpx);
+        install_wr_flush(*q);
+    }
     return &b;
 } catch (...) {
     return fail_null<ibv_qp>(ENOMEM);

@@ -45,7 +45,10 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
     ibv_device_attr_ex full{};
     to_ibv(conn_of(context).device_attr(), full.orig_attr);
-    full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+    // IBTA 1.5 (the kernel's IB_UVERBS_DEVICE_* bits): FLUSH to global visibility and ATOMIC
+    // WRITE. Not FLUSH_PERSISTENT (bit 39): no persistent memory behind any region.
+    constexpr uint64_t kFlushGlobal = 1ull << 38, kAtomicWrite = 1ull << 40;
+    full.device_cap_flags_ex = full.orig_attr.device_cap_flags | kFlushGlobal | kAtomicWrite;
     full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
     // Completion timestamps count rnicd's CLOCK_MONOTONIC nanoseconds: a 1 GHz clock that does
     // not wrap in practice. No ODP, TSO, RSS, packet pacing, tag matching or device memory: all

@@ -17,6 +17,8 @@ struct Cq;
 void install_context_ops(ibv_context_ops& ops);
 void install_extended_ops(verbs_context& vctx);
 void install_wr_ops(ibv_qp_ex& qpx);
+struct Qp;
+void install_wr_flush(Qp& qp);  // the wr_flush pointer rdma-core >= 45 appends to ibv_qp_ex
 void install_cq_ex_ops(ibv_cq_ex& cq);
 
 // Data path (post_verbs.cpp, cq_verbs.cpp).

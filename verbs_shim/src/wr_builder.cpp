@@ -11,6 +11,10 @@ namespace rnic::shim {
 
 namespace {
 
+// Upstream values (rdma-core >= 45), absent from Debian 12's rdma-core 44 headers.
+constexpr uint8_t kWrFlushOpcode = 14;            // IBV_WR_FLUSH
+constexpr uint64_t kQpExWithFlush = 1ull << 11;  // IBV_QP_EX_WITH_FLUSH
+
 void begin(ibv_qp_ex* qpx, uint8_t opcode, uint64_t needed_op) {
     Qp* q = qp_of(qpx);
     WrBatch& b = q->batch;
@@ -85,8 +89,33 @@ void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
     if (auto* w = last(q)) w->imm_data = rkey;
 }
 
-// Memory windows, TSO, XRC and 8-byte atomic writes are not offered (create_qp_ex refuses
-// their send_ops_flags); reaching them anyway fails the batch.
+// IBTA 1.5 ATOMIC WRITE: the 8 bytes are taken now (the application may reuse its buffer as
+// soon as the call returns) and travel in the WQE's compare_add, no SGE needed.
+void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
+    begin(q, IBV_WR_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE);
+    auto* w = last(q);
+    if (w == nullptr) return;
+    w->rkey = rkey, w->remote_addr = addr;
+    if (atomic_wr == nullptr) {
+        WrBatch& b = qp_of(q)->batch;
+        if (b.error == 0) b.error = EINVAL;
+        return;
+    }
+    std::memcpy(&w->compare_add, atomic_wr, 8);
+}
+
+// IBTA 1.5 FLUSH (rdma-core >= 45's ibv_wr_flush, the pointer appended to ibv_qp_ex).
+void wr_flush(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level) {
+    begin(q, kWrFlushOpcode, kQpExWithFlush);
+    auto* w = last(q);
+    if (w == nullptr) return;
+    WrBatch& b = qp_of(q)->batch;
+    if ((len > UINT32_MAX || type == 0 || (type & ~3u) != 0 || level > 1) && b.error == 0) b.error = EINVAL;
+    w->rkey = rkey, w->remote_addr = addr, w->compare_add = len, w->flush_type = type, w->flush_level = level;
+}
+
+// Memory windows, TSO and XRC are not offered (create_qp_ex refuses their send_ops_flags);
+// reaching them anyway fails the batch.
 void wr_bind_mw(ibv_qp_ex* q, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
     unsupported(q);
 }
@@ -94,9 +123,6 @@ void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) {
     unsupported(q);
 }
 void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t) {
-    unsupported(q);
-}
-void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) {
     unsupported(q);
 }
 
@@ -226,6 +252,10 @@ void install_wr_ops(ibv_qp_ex& x) {
     x.wr_complete = wr_complete;
     x.wr_abort = wr_abort;
     x.wr_atomic_write = wr_atomic_write;
+}
+
+void install_wr_flush(Qp& q) {
+    q.wr_flush = wr_flush;
 }
 
 }  // namespace rnic::shim

@@ -170,4 +170,44 @@ AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va,
     return atomic(rkey, pd, va, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
 }
 
+AccessError MemoryTable::atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t value) {
+    constexpr bool kRemote = true;
+    const MptEntry* e = nullptr;
+    if (const AccessError err = lookup(rkey, pd, va, sizeof(uint64_t), kAccessRemoteWrite, e);
+        err != AccessError::None) {
+        return count(err, kRemote);
+    }
+    if ((va & 7u) != 0) return count(AccessError::Misaligned, kRemote);
+    const uintptr_t host = translate(*e, va);
+    if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return count(AccessError::Misaligned, kRemote);
+    auto store = [&] {
+        std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(host));
+        word.store(value, std::memory_order_release);
+    };
+    return guarded(store) ? AccessError::None : count(AccessError::Fault, kRemote);
+}
+
+AccessError MemoryTable::flush(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t length, uint8_t placement,
+                               bool whole_region) {
+    constexpr bool kRemote = true;
+    AccessFlags need = 0;
+    if (placement & 1u) need |= kAccessFlushGlobal;
+    if (placement & 2u) need |= kAccessFlushPersistent;
+    // The key is looked up even for a zero-length range (unlike READ/WRITE, C9-88 does not
+    // exempt FLUSH), as rxe does.
+    charge(mpt_cache_, key_index(rkey));
+    const MptEntry* e = mpt_.find(rkey);
+    if (e == nullptr || e->state != MrState::Valid) return count(AccessError::InvalidKey, kRemote);
+    if (e->pd != pd) return count(AccessError::PdMismatch, kRemote);
+    if ((e->access & need) != need) return count(AccessError::AccessDenied, kRemote);
+    if (!whole_region) {
+        const bool inside = length == 0 ? (va >= e->iova && va - e->iova <= e->length) : in_bounds(*e, va, length);
+        if (!inside) return count(AccessError::OutOfBounds, kRemote);
+    }
+    // Every earlier WRITE was stored into the target's memory before this request was
+    // executed; the fence orders them before the response that reports the flush done.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return AccessError::None;
+}
+
 }  // namespace rnic::mem

@@ -40,7 +40,7 @@ public:
     // --- control path -------------------------------------------------------------------
     // A region of `length` bytes at `host_address` in this process, named `iova` by its
     // users. Errors: EINVAL (flags, zero length, over max_mr_size, iova or host range
-    // wrapping, null address), EOPNOTSUPP (ODP, FLUSH), ENOMEM (MPT or MTT full).
+    // wrapping, null address), EOPNOTSUPP (ODP, FLUSH_PERSISTENT), ENOMEM (MPT or MTT full).
     RegResult register_mr(uint32_t pd, void* host_address, uint64_t length, uint64_t iova, AccessFlags access);
     // The same from a list of 4 KiB-aligned page addresses (not necessarily contiguous); the
     // region starts `first_page_offset` bytes into pages[0]. pages.size() must be exactly the
@@ -84,6 +84,17 @@ public:
     // A word whose page vanished is Fault, and nothing was changed.
     AtomicResult compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap);
     AtomicResult fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add);
+    // ATOMIC WRITE (IBTA 1.5): the 8 bytes `value` holds (as they came off the wire) stored at
+    // va as one word, after everything stored before it (a release store, as rxe does). Needs
+    // REMOTE_WRITE; the key is checked first, then the alignment (Misaligned), as in rxe.
+    AccessError atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t value);
+    // FLUSH (IBTA 1.5) of [va, va + length), or of the whole region when `whole_region`: the
+    // key needs the FLUSH rights `placement` asks for (bit 0 global visibility, bit 1
+    // persistence). What a software NIC's writes reach is the target process's memory, so
+    // global visibility is a store fence once the key checks pass; persistence cannot be
+    // granted (no region is registered with FLUSH_PERSISTENT), so it fails as AccessDenied.
+    AccessError flush(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t length, uint8_t placement,
+                      bool whole_region);
 
     // --- cost and counters --------------------------------------------------------------
     // Nanoseconds of cache misses since the last take; the engine adds them to its clock.

@@ -149,8 +149,10 @@ struct SendWr {
     uint32_t imm_data;  // network order; the rkey to invalidate for SEND_WITH_INV / LOCAL_INV
     uint64_t remote_addr;
     uint32_t rkey;
-    uint64_t compare_add;
+    uint64_t compare_add;  // FLUSH: the length; ATOMIC_WRITE without SGEs or inline: the 8 bytes
     uint64_t swap;
+    uint8_t flush_type;   // FLUSH
+    uint8_t flush_level;  // FLUSH
     Ah* ah;  // UD
     uint32_t remote_qpn;
     uint32_t remote_qkey;
