@@ -110,6 +110,7 @@ AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::sp
     if (const AccessError err = lookup(key, pd, va, src.size(), write_right(remote), e); err != AccessError::None) {
         return count(err, remote);
     }
+    if (e->odp != nullptr) return odp_copy(*e, va, src, {}, remote);
     auto copy = [&] {
         const uint64_t total = src.size();
         for_each_page(*e, va, total, [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
@@ -125,6 +126,7 @@ AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::s
     if (const AccessError err = lookup(key, pd, va, dst.size(), read_right(remote), e); err != AccessError::None) {
         return count(err, remote);
     }
+    if (e->odp != nullptr) return odp_copy(*e, va, {}, dst, remote);
     auto copy = [&] {
         for_each_page(*e, va, dst.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
             std::memcpy(dst.data() + offset, reinterpret_cast<const void*>(host), bytes);
@@ -144,6 +146,7 @@ AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op)
         err != AccessError::None) {
         return {count(err, kRemote), 0};
     }
+    if (e->odp != nullptr) return {count(AccessError::AccessDenied, kRemote), 0};  // see register_odp
     const uintptr_t host = translate(*e, va);
     if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return {count(AccessError::Misaligned, kRemote), 0};
     // Aligned to 8 inside a 4 KiB page, so the word never straddles two MTT pages.
@@ -170,6 +173,19 @@ AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va,
     return atomic(rkey, pd, va, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
 }
 
+AccessError MemoryTable::odp_copy(const MptEntry& e, uint64_t va, std::span<const uint8_t> in,
+                                   std::span<uint8_t> out, bool remote) {
+    const uint64_t address = e.host_address + (va - e.iova);
+    ++counters_.odp_accesses;
+    const bool ok = in.empty() ? e.odp->read(address, out) : e.odp->write(address, in);
+    if (!ok) {
+        ++counters_.odp_faults;
+        return count(AccessError::Fault, remote);
+    }
+    counters_.odp_bytes += in.empty() ? out.size() : in.size();
+    return AccessError::None;
+}
+
 AccessError MemoryTable::atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t value) {
     constexpr bool kRemote = true;
     const MptEntry* e = nullptr;
@@ -178,6 +194,7 @@ AccessError MemoryTable::atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, u
         return count(err, kRemote);
     }
     if ((va & 7u) != 0) return count(AccessError::Misaligned, kRemote);
+    if (e->odp != nullptr) return count(AccessError::AccessDenied, kRemote);  // see register_odp
     const uintptr_t host = translate(*e, va);
     if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return count(AccessError::Misaligned, kRemote);
     auto store = [&] {

@@ -103,6 +103,18 @@ Result<MrInfo> Engine::reg_mr_pages(uint32_t pd, std::span<const uintptr_t> page
     return wire::Unexpected{ENOMEM};
 }
 
+Result<MrInfo> Engine::reg_mr_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova, uint32_t access,
+                                  mem::OdpBackend* backend, bool implicit) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::RegResult r = core_->memory->register_odp(pd, address, length, iova, access, backend, implicit);
+    if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
+    return MrInfo{r.keys.lkey, r.keys.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
+}
+
 int Engine::dereg_mr(uint32_t lkey) noexcept try {
     const auto entry = core_->memory->query(lkey);
     if (!entry) return EINVAL;

@@ -18,6 +18,7 @@
 #include "rnic/memory/memory_counters.hpp"
 #include "rnic/memory/mpt.hpp"
 #include "rnic/memory/mtt.hpp"
+#include "rnic/memory/odp_backend.hpp"
 
 namespace rnic::mem {
 
@@ -47,6 +48,13 @@ public:
     // number of pages the region spans.
     RegResult register_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
                                 uint64_t length, uint64_t iova, AccessFlags access);
+    // An on-demand region (IBV_ACCESS_ON_DEMAND must be in `access`): nothing is pinned or
+    // translated now; every access goes through `backend` at `address` + (va - iova). `implicit`
+    // is the whole address space (ibv_reg_mr(pd, NULL, SIZE_MAX, ...)): iova 0, every address
+    // but the last. The backend must outlive the region. Atomics on such a region are refused
+    // (AccessDenied): the backend cannot make them atomic against the owner's CPUs.
+    RegResult register_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova, AccessFlags access,
+                           OdpBackend* backend, bool implicit);
     // 0, or EINVAL when the key names no registered region (stale variant included).
     int deregister_mr(uint32_t key);
     // SEND_WITH_INV / LOCAL_INV: the region stays registered but its keys stop working.
@@ -126,6 +134,8 @@ private:
     template <class Op>
     AtomicResult atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op);
     void charge(CacheModel& cache, uint64_t key) noexcept;
+    AccessError odp_copy(const MptEntry& e, uint64_t va, std::span<const uint8_t> in, std::span<uint8_t> out,
+                         bool remote);
 
     MemoryConfig config_;
     Mpt mpt_;

@@ -36,6 +36,7 @@ inline constexpr uint8_t kWrAtomicWrite = 15;  // rdma-core >= 44
 // enum ibv_send_flags
 inline constexpr uint32_t kSendSignaled = 1u << 1;
 inline constexpr uint32_t kSendInline = 1u << 3;
+inline constexpr uint32_t kAccessOnDemand = 1u << 6;  // IBV_ACCESS_ON_DEMAND
 
 // enum ibv_wc_status
 inline constexpr uint32_t kWcSuccess = 0;
