@@ -151,11 +151,11 @@ struct SendWr {
     uint32_t rkey;
     uint64_t compare_add;  // FLUSH: the length; ATOMIC_WRITE without SGEs or inline: the 8 bytes
     uint64_t swap;
-    uint8_t flush_type;   // FLUSH
-    uint8_t flush_level;  // FLUSH
     Ah* ah;  // UD
     uint32_t remote_qpn;
     uint32_t remote_qkey;
+    uint8_t flush_type;   // FLUSH (last, so aggregate initializers of the older fields still fit)
+    uint8_t flush_level;  // FLUSH
 };
 
 struct RecvWr {
