@@ -69,7 +69,7 @@ TEST_CASE("ODP registrations a client may and may not make") {
     CHECK(reg_odp(d, pd, mem.addr(), 4096, mem.addr(), kRights | kOnDemand) == 0);
 }
 
-TEST_CASE("RDMA WRITE and READ into an ODP region of this process; an unmapped page fails the access") {
+TEST_CASE("RDMA WRITE and READ into an ODP region of this process, and an unmapped page failing the access") {
     ServiceRig rig;
     SessionClient c(rig);
     REQUIRE(c.hello() == 0);
