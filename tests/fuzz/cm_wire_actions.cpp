@@ -358,6 +358,7 @@ void CmFuzzer::mad() {
         if (info.has(wire::kExtAeth)) f.ext.aeth = wire::Aeth{0, 0};
         if (info.has(wire::kExtImmDt)) f.ext.immdt = wire::ImmDt{0};
         if (info.has(wire::kExtIeth)) f.ext.ieth = wire::Ieth{0};
+        if (info.has(wire::kExtFeth)) f.ext.feth = wire::Feth{1, 0, 0};
         if (info.has(wire::kExtAtomicEth)) f.ext.atomic_eth = wire::AtomicEth{0, 0, 0, 0};
         if (info.has(wire::kExtAtomicAckEth)) f.ext.atomic_ack_eth = wire::AtomicAckEth{0};
         if (info.has_payload) f.payload = payload;

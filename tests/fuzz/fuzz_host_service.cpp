@@ -1083,6 +1083,7 @@ void World::inject() {
     if (info.has(wire::kExtAtomicAckEth)) f.ext.atomic_ack_eth = wire::AtomicAckEth{other};
     if (info.has(wire::kExtImmDt)) f.ext.immdt = wire::ImmDt{word};
     if (info.has(wire::kExtIeth)) f.ext.ieth = wire::Ieth{key};
+    if (info.has(wire::kExtFeth)) f.ext.feth = wire::Feth{static_cast<uint8_t>(word & 0xF), static_cast<uint8_t>((word >> 4) & 3), 0};
     if (info.has_payload) f.payload = payload;
     const auto size = wire::frame_size(f);
     if (!size) return;

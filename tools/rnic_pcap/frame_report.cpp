@@ -75,6 +75,8 @@ std::string describe_frame(const wire::RoceFrame& f) {
     if (f.ecn() != 0) s += " ecn=" + std::to_string(f.ecn());
     const wire::ExtHeaders& e = f.ext;
     if (e.deth) s += " qkey=" + hex(e.deth->qkey, 8) + " src_qp=" + hex(e.deth->src_qp, 6);
+    if (e.feth)
+        s += " flush_type=" + std::to_string(e.feth->placement) + " flush_level=" + std::to_string(e.feth->selectivity);
     if (e.reth)
         s += " va=" + hex(e.reth->va) + " rkey=" + hex(e.reth->rkey, 8) + " dlen=" + std::to_string(e.reth->dma_length);
     if (e.atomic_eth)
@@ -115,6 +117,7 @@ nlohmann::json frame_to_json(const wire::RoceFrame& f) {
     };
     const wire::ExtHeaders& e = f.ext;
     if (e.deth) j["deth"] = {{"qkey", e.deth->qkey}, {"src_qp", e.deth->src_qp}};
+    if (e.feth) j["feth"] = {{"placement_type", e.feth->placement}, {"selectivity_level", e.feth->selectivity}};
     if (e.reth) j["reth"] = {{"va", e.reth->va}, {"rkey", e.reth->rkey}, {"dma_length", e.reth->dma_length}};
     if (e.atomic_eth)
         j["atomic_eth"] = {{"va", e.atomic_eth->va},

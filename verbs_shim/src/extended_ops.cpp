@@ -13,6 +13,7 @@ void install_extended_ops(verbs_context& v) {
     v.create_cq_ex = create_cq_ex;
     v.create_qp_ex = create_qp_ex;
     v.create_srq_ex = create_srq_ex;
+    v.advise_mr = advise_mr;
 }
 
 }  // namespace rnic::shim

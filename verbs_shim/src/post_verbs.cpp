@@ -29,12 +29,21 @@ void to_client(const ibv_send_wr& in, client::SendWr& out, bool ud) {
         out.remote_qkey = in.wr.ud.remote_qkey;
         return;
     }
-    switch (in.opcode) {
+    switch (static_cast<int>(in.opcode)) {
         case IBV_WR_RDMA_WRITE:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
         case IBV_WR_RDMA_READ:
             out.remote_addr = in.wr.rdma.remote_addr;
             out.rkey = in.wr.rdma.rkey;
+            break;
+        case IBV_WR_ATOMIC_WRITE:
+            // The 8 bytes come from the gather list (or inline data), the target from wr.rdma.
+            out.remote_addr = in.wr.rdma.remote_addr;
+            out.rkey = in.wr.rdma.rkey;
+            if (in.num_sge == 0) out.opcode = 0xff;  // nothing to write: EINVAL
+            break;
+        case 14:  // IBV_WR_FLUSH: ibv_send_wr has no fields for it; only ibv_wr_flush builds one
+            out.opcode = 0xff;
             break;
         case IBV_WR_ATOMIC_CMP_AND_SWP:
         case IBV_WR_ATOMIC_FETCH_AND_ADD:

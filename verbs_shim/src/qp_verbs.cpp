@@ -11,11 +11,15 @@ namespace rnic::shim {
 namespace {
 
 // The send opcodes the batch API (ibv_wr_*) can build on an rnicd QP.
+// IBV_QP_EX_WITH_FLUSH: rdma-core >= 45 (Debian 12 has 44).
+constexpr uint64_t kQpExWithFlushBit = 1ull << 11;
+
 constexpr uint64_t kSupportedSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                                        IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
                                        IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
                                        IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
-                                       IBV_QP_EX_WITH_BIND_MW;
+                                       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_ATOMIC_WRITE |
+                                       kQpExWithFlushBit;
 
 // The send opcodes each transport allows, as rxe's provider (rdma-core 44) checks them at
 // create_qp_ex (EOPNOTSUPP beyond them): UC has no READ, atomics or LOCAL_INV, UD only SENDs.
@@ -24,7 +28,7 @@ constexpr uint64_t kRcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_
                                 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
                                 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
                                 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |
-                                IBV_QP_EX_WITH_ATOMIC_WRITE;
+                                IBV_QP_EX_WITH_ATOMIC_WRITE | kQpExWithFlushBit;
 constexpr uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
                                 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
 constexpr uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -108,7 +112,10 @@ ibv_qp* make_qp(ibv_pd* pd, ibv_qp_init_attr_ex& attr, bool extended, uint64_t s
     b.qp_type = attr.qp_type;
     pthread_mutex_init(&b.mutex, nullptr);
     pthread_cond_init(&b.cond, nullptr);
-    if (extended) install_wr_ops(q->qpx);
+    if (extended) {
+        install_wr_ops(q->qpx);
+        install_wr_flush(*q);
+    }
     return &b;
 } catch (...) {
     return fail_null<ibv_qp>(ENOMEM);

@@ -45,11 +45,23 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
     if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
     ibv_device_attr_ex full{};
     to_ibv(conn_of(context).device_attr(), full.orig_attr);
-    full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+    // IBTA 1.5 (the kernel's IB_UVERBS_DEVICE_* bits): FLUSH to global visibility and ATOMIC
+    // WRITE. Not FLUSH_PERSISTENT (bit 39): no persistent memory behind any region.
+    constexpr uint64_t kFlushGlobal = 1ull << 38, kAtomicWrite = 1ull << 40;
+    full.device_cap_flags_ex = full.orig_attr.device_cap_flags | kFlushGlobal | kAtomicWrite;
     full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
     // Completion timestamps count rnicd's CLOCK_MONOTONIC nanoseconds: a 1 GHz clock that does
-    // not wrap in practice. No ODP, TSO, RSS, packet pacing, tag matching or device memory: all
+    // not wrap in practice. No TSO, RSS, packet pacing, tag matching or device memory: all
     // zero, which is how applications learn a capability is absent.
+    // On-demand paging (docs/host_interface.md): explicit and implicit regions; SEND/RECV,
+    // WRITE and READ reach them, atomics do not (refused on ODP regions).
+    full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+    full.odp_caps.per_transport_caps.rc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+        IBV_ODP_SUPPORT_SRQ_RECV;
+    full.odp_caps.per_transport_caps.uc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+    full.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
     full.completion_timestamp_mask = ~uint64_t{0};
     full.hca_core_clock = kDeviceClockKhz;
     std::memcpy(attr, &full, std::min(attr_size, sizeof full));

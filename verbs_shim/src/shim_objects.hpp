@@ -99,6 +99,10 @@ struct WrBatch {
 // verbs_qp), so ibv_qp_to_qp_ex returns the same pointer.
 struct Qp {
     ibv_qp_ex qpx{};
+    // rdma-core >= 45 appends wr_flush to struct ibv_qp_ex; a program built against those headers
+    // reads it right after the 44 layout (offset 352), so it lives here (rnic/verbs_flush.h).
+    void (*wr_flush)(ibv_qp_ex* qp, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+                     uint8_t level) = nullptr;
     client::Qp* impl = nullptr;
     bool extended = false;  // created through create_qp_ex with send_ops_flags
     uint64_t send_ops = 0;  // enum ibv_qp_create_send_ops_flags allowed in the batch API
@@ -183,6 +187,7 @@ const abi::HelloReply& hello_of(ibv_context* c);
 // formally; the others hold C++ members (mutexes, vectors) that make offsetof ill-formed.
 static_assert(std::is_standard_layout_v<Context> && offsetof(Context, vctx) == 0);
 static_assert(offsetof(ibv_qp_ex, qp_base) == 0);
+static_assert(offsetof(Qp, wr_flush) == 352);  // upstream ibv_qp_ex.wr_flush
 static_assert(offsetof(ibv_cq_ex, cqe) == offsetof(ibv_cq, cqe) &&
               offsetof(ibv_cq_ex, comp_events_completed) == offsetof(ibv_cq, comp_events_completed) &&
               offsetof(ibv_cq_ex, async_events_completed) == offsetof(ibv_cq, async_events_completed));

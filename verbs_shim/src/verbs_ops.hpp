@@ -16,7 +16,10 @@ struct Cq;
 
 void install_context_ops(ibv_context_ops& ops);
 void install_extended_ops(verbs_context& vctx);
+int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list, uint32_t num_sge);
 void install_wr_ops(ibv_qp_ex& qpx);
+struct Qp;
+void install_wr_flush(Qp& qp);  // the wr_flush pointer rdma-core >= 45 appends to ibv_qp_ex
 void install_cq_ex_ops(ibv_cq_ex& cq);
 // ibv_alloc_mw / ibv_bind_mw / ibv_dealloc_mw (mw_verbs.cpp), reached through ibv_context_ops.
 void install_mw_ops(ibv_context_ops& ops);

@@ -12,6 +12,10 @@ namespace rnic::shim {
 
 namespace {
 
+// Upstream values (rdma-core >= 45), absent from Debian 12's rdma-core 44 headers.
+constexpr uint8_t kWrFlushOpcode = 14;            // IBV_WR_FLUSH
+constexpr uint64_t kQpExWithFlush = 1ull << 11;  // IBV_QP_EX_WITH_FLUSH
+
 void begin(ibv_qp_ex* qpx, uint8_t opcode, uint64_t needed_op) {
     Qp* q = qp_of(qpx);
     WrBatch& b = q->batch;
@@ -86,6 +90,31 @@ void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
     if (auto* w = last(q)) w->imm_data = rkey;
 }
 
+// IBTA 1.5 ATOMIC WRITE: the 8 bytes are taken now (the application may reuse its buffer as
+// soon as the call returns) and travel in the WQE's compare_add, no SGE needed.
+void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
+    begin(q, IBV_WR_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE);
+    auto* w = last(q);
+    if (w == nullptr) return;
+    w->rkey = rkey, w->remote_addr = addr;
+    if (atomic_wr == nullptr) {
+        WrBatch& b = qp_of(q)->batch;
+        if (b.error == 0) b.error = EINVAL;
+        return;
+    }
+    std::memcpy(&w->compare_add, atomic_wr, 8);
+}
+
+// IBTA 1.5 FLUSH (rdma-core >= 45's ibv_wr_flush, the pointer appended to ibv_qp_ex).
+void wr_flush(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level) {
+    begin(q, kWrFlushOpcode, kQpExWithFlush);
+    auto* w = last(q);
+    if (w == nullptr) return;
+    WrBatch& b = qp_of(q)->batch;
+    if ((len > UINT32_MAX || type == 0 || (type & ~3u) != 0 || level > 1) && b.error == 0) b.error = EINVAL;
+    w->rkey = rkey, w->remote_addr = addr, w->compare_add = len, w->flush_type = type, w->flush_level = level;
+}
+
 // Type 2 windows: `rkey` is the new key (ibv_inc_rkey of the window's); the application keeps
 // ibv_mw.rkey itself, as with rdma-core's rxe. A NULL window or region fails in the daemon.
 void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
@@ -108,9 +137,6 @@ void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) {
     unsupported(q);
 }
 void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t) {
-    unsupported(q);
-}
-void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) {
     unsupported(q);
 }
 
@@ -243,6 +269,10 @@ void install_wr_ops(ibv_qp_ex& x) {
     x.wr_complete = wr_complete;
     x.wr_abort = wr_abort;
     x.wr_atomic_write = wr_atomic_write;
+}
+
+void install_wr_flush(Qp& q) {
+    q.wr_flush = wr_flush;
 }
 
 }  // namespace rnic::shim

@@ -243,7 +243,8 @@ TEST_CASE("devices, attributes, GIDs and P_Keys as rdma-core reports them", "[ap
     ibv_device_attr_ex ex{};
     REQUIRE(ibv_query_device_ex(d.ctx, nullptr, &ex) == 0);
     CHECK(ex.orig_attr.max_qp == attr.max_qp);
-    CHECK(ex.odp_caps.general_caps == 0);  // no on-demand paging: ibv_rc_pingpong -o says so
+    // On-demand paging, explicit and implicit (docs/host_interface.md "On-demand regions").
+    CHECK(ex.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
 
     ibv_port_attr port{};
     REQUIRE(ibv_query_port(d.ctx, 1, &port) == 0);

@@ -21,6 +21,7 @@ std::optional<BuildErrc> check_headers(const OpcodeInfo& info, const ExtHeaders&
         {kExtAtomicAckEth, e.atomic_ack_eth.has_value()},
         {kExtImmDt, e.immdt.has_value()},
         {kExtIeth, e.ieth.has_value()},
+        {kExtFeth, e.feth.has_value()},
     };
     for (const auto& [mask, present] : have) {
         if (info.has(mask) && !present) return BuildErrc::HeaderMissing;
@@ -54,6 +55,10 @@ uint8_t* write_ext_headers(const OpcodeInfo& info, const ExtHeaders& e, uint8_t*
     if (info.has(kExtDeth)) {
         e.deth->write(p);
         p += Deth::kSize;
+    }
+    if (info.has(kExtFeth)) {
+        e.feth->write(p);
+        p += Feth::kSize;
     }
     if (info.has(kExtReth)) {
         e.reth->write(p);

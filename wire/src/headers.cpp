@@ -142,6 +142,14 @@ void ImmDt::write(uint8_t* p) const noexcept { store_be32(p, value); }
 Ieth Ieth::read(const uint8_t* p) noexcept { return {load_be32(p)}; }
 void Ieth::write(uint8_t* p) const noexcept { store_be32(p, rkey); }
 
+Feth Feth::read(const uint8_t* p) noexcept {
+    const uint32_t v = load_be32(p);
+    return {static_cast<uint8_t>(v & 0xF), static_cast<uint8_t>((v >> 4) & 0x3), v >> 6};
+}
+void Feth::write(uint8_t* p) const noexcept {
+    store_be32(p, (reserved << 6) | (uint32_t{selectivity} & 0x3) << 4 | (placement & 0xFu));
+}
+
 Deth Deth::read(const uint8_t* p) noexcept { return {load_be32(p), p[4], load_be24(p + 5)}; }
 void Deth::write(uint8_t* p) const noexcept {
     store_be32(p, qkey);

@@ -17,6 +17,7 @@ constexpr uint8_t ext_length(uint16_t ext) {
     if (ext & kExtImmDt) n += ImmDt::kSize;
     if (ext & kExtIeth) n += Ieth::kSize;
     if (ext & kExtCnp) n += kCnpReservedSize;
+    if (ext & kExtFeth) n += Feth::kSize;
     return static_cast<uint8_t>(n);
 }
 
@@ -84,6 +85,10 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
     t[op::kRcFetchAdd] = entry("RC_FETCH_ADD", RC, FetchAdd, Segment::Only, kExtAtomicEth, false);
     t[op::kRcSendLastInv] = entry("RC_SEND_LAST_WITH_INVALIDATE", RC, Send, Segment::Last, kExtIeth, true);
     t[op::kRcSendOnlyInv] = entry("RC_SEND_ONLY_WITH_INVALIDATE", RC, Send, Segment::Only, kExtIeth, true);
+    // IBTA 1.5 (rxe's rxe_opcode.c has the same layouts): FLUSH carries FETH then RETH and no
+    // payload; ATOMIC WRITE carries a RETH and exactly 8 bytes of payload.
+    t[op::kRcFlush] = entry("RC_FLUSH", RC, Flush, Segment::Only, kExtFeth | kExtReth, false);
+    t[op::kRcAtomicWrite] = entry("RC_ATOMIC_WRITE", RC, AtomicWrite, Segment::Only, kExtReth, true);
 
     add_send_write(t, op::kUcBase, UC, kUcNames);
 
@@ -111,7 +116,8 @@ static_assert(kTable[op::kRcWriteOnlyImm].header_length == 12 + 16 + 4);
 static_assert(kTable[op::kRcAtomicAcknowledge].header_length == 12 + 4 + 8);
 static_assert(kTable[op::kUdSendOnlyImm].header_length == 12 + 8 + 4);
 static_assert(kTable[op::kCnp].header_length == 12 + 16);
-static_assert(kValid.second == 23 + 12 + 2 + 1);
+static_assert(kTable[op::kRcFlush].header_length == 12 + 4 + 16);
+static_assert(kValid.second == 25 + 12 + 2 + 1);
 
 }  // namespace
 

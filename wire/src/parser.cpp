@@ -13,6 +13,7 @@ Unexpected<ParseError> fail(ParseErrc code, size_t offset) { return Unexpected{P
 // Reads the extension headers the opcode table lists, in wire order, from `p`.
 void read_ext_headers(const OpcodeInfo& info, const uint8_t* p, ExtHeaders& ext) {
     if (info.has(kExtDeth)) { ext.deth = Deth::read(p); p += Deth::kSize; }
+    if (info.has(kExtFeth)) { ext.feth = Feth::read(p); p += Feth::kSize; }
     if (info.has(kExtReth)) { ext.reth = Reth::read(p); p += Reth::kSize; }
     if (info.has(kExtAtomicEth)) { ext.atomic_eth = AtomicEth::read(p); p += AtomicEth::kSize; }
     if (info.has(kExtAeth)) { ext.aeth = Aeth::read(p); p += Aeth::kSize; }

@@ -6,7 +6,10 @@ namespace rnic::mem {
 
 namespace {
 constexpr AccessFlags kAccessKnown = ((kAccessFlushPersistent << 1) - 1) | kAccessOptionalRange;
-constexpr AccessFlags kAccessUnsupported = kAccessOnDemand | kAccessFlushGlobal | kAccessFlushPersistent;
+// FLUSH_GLOBAL is served (a fence: the NIC's stores are in the target's memory); persistence
+// needs persistent memory behind the region, which this device never has, so it is refused
+// the way the kernel refuses it for a device without IB_DEVICE_FLUSH_PERSISTENT.
+constexpr AccessFlags kAccessUnsupported = kAccessOnDemand | kAccessFlushPersistent;
 }  // namespace
 
 int check_mr_access_flags(AccessFlags flags) noexcept {

@@ -150,6 +150,7 @@ AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::sp
         err != AccessError::None) {
         return count(err, remote);
     }
+    if (e->odp != nullptr) return odp_copy(*e, va, src, {}, remote);
     auto copy = [&] {
         const uint64_t total = src.size();
         for_each_page(*e, va, total, [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
@@ -167,6 +168,7 @@ AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::s
         err != AccessError::None) {
         return count(err, remote);
     }
+    if (e->odp != nullptr) return odp_copy(*e, va, {}, dst, remote);
     auto copy = [&] {
         for_each_page(*e, va, dst.size(), [&](uintptr_t host, uint64_t offset, uint64_t bytes) {
             std::memcpy(dst.data() + offset, reinterpret_cast<const void*>(host), bytes);
@@ -186,6 +188,7 @@ AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, uint32
         err != AccessError::None) {
         return {count(err, kRemote), 0};
     }
+    if (e->odp != nullptr) return {count(AccessError::AccessDenied, kRemote), 0};  // see register_odp
     const uintptr_t host = translate(*e, va);
     if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return {count(AccessError::Misaligned, kRemote), 0};
     // Aligned to 8 inside a 4 KiB page, so the word never straddles two MTT pages.
@@ -211,6 +214,60 @@ AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t 
 AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add, uint32_t qpn) {
     // Unsigned: the sum wraps modulo 2^64, as the IBA's Fetch and Add does.
     return atomic(rkey, pd, va, qpn, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
+}
+
+AccessError MemoryTable::odp_copy(const MptEntry& e, uint64_t va, std::span<const uint8_t> in,
+                                   std::span<uint8_t> out, bool remote) {
+    const uint64_t address = e.host_address + (va - e.iova);
+    ++counters_.odp_accesses;
+    const bool ok = in.empty() ? e.odp->read(address, out) : e.odp->write(address, in);
+    if (!ok) {
+        ++counters_.odp_faults;
+        return count(AccessError::Fault, remote);
+    }
+    counters_.odp_bytes += in.empty() ? out.size() : in.size();
+    return AccessError::None;
+}
+
+AccessError MemoryTable::atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t value, uint32_t qpn) {
+    constexpr bool kRemote = true;
+    const MptEntry* e = nullptr;
+    if (const AccessError err = lookup(rkey, pd, va, sizeof(uint64_t), kAccessRemoteWrite, kRemote, qpn, e);
+        err != AccessError::None) {
+        return count(err, kRemote);
+    }
+    if ((va & 7u) != 0) return count(AccessError::Misaligned, kRemote);
+    if (e->odp != nullptr) return count(AccessError::AccessDenied, kRemote);  // see register_odp
+    const uintptr_t host = translate(*e, va);
+    if (host % std::atomic_ref<uint64_t>::required_alignment != 0) return count(AccessError::Misaligned, kRemote);
+    auto store = [&] {
+        std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(host));
+        word.store(value, std::memory_order_release);
+    };
+    return guarded(store) ? AccessError::None : count(AccessError::Fault, kRemote);
+}
+
+AccessError MemoryTable::flush(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t length, uint8_t placement,
+                               bool whole_region) {
+    constexpr bool kRemote = true;
+    AccessFlags need = 0;
+    if (placement & 1u) need |= kAccessFlushGlobal;
+    if (placement & 2u) need |= kAccessFlushPersistent;
+    // The key is looked up even for a zero-length range (unlike READ/WRITE, C9-88 does not
+    // exempt FLUSH), as rxe does.
+    charge(mpt_cache_, key_index(rkey));
+    const MptEntry* e = mpt_.find(rkey);
+    if (e == nullptr || e->state != MrState::Valid) return count(AccessError::InvalidKey, kRemote);
+    if (e->pd != pd) return count(AccessError::PdMismatch, kRemote);
+    if ((e->access & need) != need) return count(AccessError::AccessDenied, kRemote);
+    if (!whole_region) {
+        const bool inside = length == 0 ? (va >= e->iova && va - e->iova <= e->length) : in_bounds(*e, va, length);
+        if (!inside) return count(AccessError::OutOfBounds, kRemote);
+    }
+    // Every earlier WRITE was stored into the target's memory before this request was
+    // executed; the fence orders them before the response that reports the flush done.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return AccessError::None;
 }
 
 }  // namespace rnic::mem

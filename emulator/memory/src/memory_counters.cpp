@@ -49,6 +49,9 @@ CounterList MemoryTable::counters() const {
         {"mtt_cache_misses", mtt_cache_.misses()},
         {"mtt_cache_evictions", mtt_cache_.evictions()},
         {"mem_cache_miss_ns", counters_.cache_miss_ns},
+        {"odp_accesses", counters_.odp_accesses},
+        {"odp_bytes", counters_.odp_bytes},
+        {"odp_faults", counters_.odp_faults},
     };
     for (std::size_t kind = 1; kind < kAccessErrorKinds; ++kind) {
         list.emplace_back(kLocalErrorNames[kind], counters_.local_access_errors[kind]);

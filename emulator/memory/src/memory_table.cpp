@@ -82,6 +82,35 @@ RegResult MemoryTable::register_mr_pages(uint32_t pd, std::span<const uintptr_t>
                            [pages](uint64_t i) { return pages[i]; });
 }
 
+RegResult MemoryTable::register_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova,
+                                    AccessFlags access, OdpBackend* backend, bool implicit) {
+    if (backend == nullptr || (access & kAccessOnDemand) == 0) return reg_failed(EINVAL);
+    const AccessFlags rights = access & ~kAccessOnDemand;
+    if (const int err = check_mr_access_flags(rights); err != 0) return reg_failed(err);
+    if (implicit) {
+        address = iova = 0;
+        length = UINT64_MAX;
+    } else if (length == 0 || range_wraps(iova, length) || address == 0 || range_wraps(address, length)) {
+        return reg_failed(EINVAL);
+    }
+    const std::optional<uint32_t> index = mpt_.allocate();
+    if (!index) return reg_failed(ENOMEM);
+    MptEntry& e = mpt_.entry(*index);
+    e.pd = pd;
+    e.access = effective_access_flags(access);
+    e.iova = iova;
+    e.length = length;
+    e.host_address = address;
+    e.mtt_first = 0;
+    e.mtt_pages = 0;
+    e.first_page_offset = 0;
+    e.odp = backend;
+    e.state = MrState::Valid;
+    ++counters_.mr_registrations;
+    const uint32_t key = e.key(*index);
+    return RegResult{0, MrKeys{key, key}};
+}
+
 template <class PageAt>
 RegResult MemoryTable::register_region(uint32_t pd, uintptr_t host_address, uint32_t first_page_offset, uint64_t length,
                                        uint64_t iova, AccessFlags access, PageAt page_at) {
@@ -104,6 +133,7 @@ RegResult MemoryTable::register_region(uint32_t pd, uintptr_t host_address, uint
     e.mtt_first = *mtt_first;
     e.mtt_pages = pages;
     e.first_page_offset = first_page_offset;
+    e.odp = nullptr;
     e.state = MrState::Valid;
     ++counters_.mr_registrations;
     const uint32_t key = e.key(*index);
@@ -120,7 +150,7 @@ int MemoryTable::deregister_mr(uint32_t key) {
     if (mtt_cache_.enabled()) {
         for (uint64_t i = 0; i < e->mtt_pages; ++i) mtt_cache_.invalidate(e->mtt_first + i);
     }
-    mtt_.release(e->mtt_first, e->mtt_pages);
+    if (e->mtt_pages != 0) mtt_.release(e->mtt_first, e->mtt_pages);  // none for on-demand regions
     mpt_.release(key_index(key));
     ++counters_.mr_deregistrations;
     return 0;

@@ -188,9 +188,25 @@ void Completer::on_read_response(QueuePair& qp, const RoceFrame& f) {
     }
     uint32_t pos = 0;
     SendWqe* w = wqe_at(qp, psn, &pos);
-    if (!w || w->opcode != WrOpcode::RdmaRead) return;
+    if (!w) return;
+    const WrClass kind = w->info().kind;
+    if (kind != WrClass::Read && kind != WrClass::AtomicWrite && kind != WrClass::Flush) return;
     if (f.ext.aeth && AethSyndrome::decode(f.ext.aeth->syndrome).type != AckType::Ack) return;
     ack_before(qp, pos);
+    if (kind != WrClass::Read) {
+        // ATOMIC WRITE and FLUSH are answered by one READ RESPONSE ONLY without payload
+        // (IBTA 1.5, as rxe answers them).
+        if (f.info->segment != Segment::Only || !f.payload.empty()) {
+            fail_at(qp, psn, WcStatus::BadRespErr);
+            return;
+        }
+        w->state = WqeState::Done;
+        --qp.req.outstanding_rd_atomic;
+        c.una_psn = psn_add(psn, 1);
+        core_.mark_ready(qp);
+        progress(qp);
+        return;
+    }
     const uint32_t offset = psn_distance(w->first_psn, psn) * qp.mtu();
     const uint32_t expected = std::min(qp.mtu(), w->length - std::min(offset, w->length));
     const bool last = f.info->ends_message();
@@ -288,7 +304,8 @@ void Completer::retire(QueuePair& qp) {
             wc.opcode = w.info().completes_as;
             wc.qp_num = qp.qpn;
             if (w.info().kind == WrClass::Read) wc.byte_len = w.length;
-            if (w.info().kind == WrClass::Atomic) wc.byte_len = 8;
+            if (w.info().kind == WrClass::Atomic || w.info().kind == WrClass::AtomicWrite) wc.byte_len = 8;
+            if (w.info().kind == WrClass::Flush) wc.byte_len = w.length;
             core_.complete(qp, qp.init.send_cq, wc);
         }
         sq.pop_front();

@@ -103,6 +103,18 @@ Result<MrInfo> Engine::reg_mr_pages(uint32_t pd, std::span<const uintptr_t> page
     return wire::Unexpected{ENOMEM};
 }
 
+Result<MrInfo> Engine::reg_mr_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova, uint32_t access,
+                                  mem::OdpBackend* backend, bool implicit) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::RegResult r = core_->memory->register_odp(pd, address, length, iova, access, backend, implicit);
+    if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
+    return MrInfo{r.keys.lkey, r.keys.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
+}
+
 int Engine::dereg_mr(uint32_t lkey) noexcept try {
     const auto entry = core_->memory->query(lkey);
     if (!entry) return EINVAL;
@@ -288,7 +300,8 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) noexce
     if ((mask & QpAttr::Av) && !valid_av(c.config, a.ah_attr)) return EINVAL;
     if ((mask & QpAttr::DestQpn) && a.dest_qp_num > 0xFFFFFF) return EINVAL;
     if ((mask & QpAttr::AccessFlags) &&
-        (a.qp_access_flags & ~(mem::kAccessLocalWrite | mem::kAccessRemoteAny | mem::kAccessMwBind)))
+        (a.qp_access_flags & ~(mem::kAccessLocalWrite | mem::kAccessRemoteAny | mem::kAccessMwBind |
+                               mem::kAccessFlushGlobal | mem::kAccessFlushPersistent)))
         return EINVAL;
     // Accepted within the device's limits and not applied, as rxe does: the queues keep the
     // capacity they were created with.
@@ -400,8 +413,15 @@ int Engine::post_send(uint32_t qpn, const SendWr& wr) noexcept try {
     } else {
         for (const Sge& s : wr.sg_list) length += s.length;
     }
+    if (info.kind == WrClass::AtomicWrite && !inl && wr.sg_list.empty()) length = 8;  // the value is in compare_add
+    if (info.kind == WrClass::Flush) {
+        // FLUSH names a remote range only; rdma-core's wr_flush takes a 32-bit length.
+        if (!wr.sg_list.empty() || wr.compare_add > UINT32_MAX) return EINVAL;
+        if (wr.flush_level > 1 || (wr.flush_type & ~3u) != 0 || wr.flush_type == 0) return EINVAL;
+        length = wr.compare_add;
+    }
     if (length > c.config.limits.max_msg_size) return EINVAL;
-    if (info.kind == WrClass::Atomic && length != 8) return EINVAL;
+    if ((info.kind == WrClass::Atomic || info.kind == WrClass::AtomicWrite) && length != 8) return EINVAL;
     if (qp->is_ud() && length > qp->mtu()) return EINVAL;
     SendWqe& w = qp->sq.push(wr, static_cast<uint32_t>(length));
     if (ah) w.av = ah->av;  // the AH may be destroyed before the WQE goes out

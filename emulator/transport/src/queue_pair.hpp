@@ -18,7 +18,9 @@ namespace rnic::transport {
 
 // A response the responder owes the requester, emitted in order at transmit time.
 struct ResponseJob {
-    enum class Kind : uint8_t { Ack, ReadResponse, AtomicAck } kind = Kind::Ack;
+    // EmptyReadResponse: a READ RESPONSE ONLY without payload, the answer to ATOMIC WRITE and
+    // FLUSH (IBTA 1.5, as rxe sends it).
+    enum class Kind : uint8_t { Ack, ReadResponse, AtomicAck, EmptyReadResponse } kind = Kind::Ack;
     uint32_t psn = 0;      // PSN of the (first) response packet
     uint8_t syndrome = 0;  // ACK/NAK/RNR syndrome
     uint32_t msn = 0;
@@ -45,6 +47,7 @@ struct ResponderResource {
     uint32_t rkey = 0;
     uint32_t length = 0;
     uint64_t original = 0;
+    bool empty_response = false;  // ATOMIC WRITE / FLUSH: replayed as an empty READ response
 };
 
 // Transmission: which WQE and packet goes out next, and the PSNs handed out so far.

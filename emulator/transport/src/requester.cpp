@@ -73,7 +73,7 @@ Requester::Step Requester::start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos) {
     }
     w.state = WqeState::Started;
     w.first_psn = qp.req.next_psn;
-    w.npkts = info.kind == WrClass::Atomic ? 1 : packets_for(w.length, qp.mtu());
+    w.npkts = info.single_packet() ? 1 : packets_for(w.length, qp.mtu());
     qp.req.next_psn = psn_add(qp.req.next_psn, qp.is_ud() ? 1 : w.npkts);
     if (info.read_or_atomic()) ++qp.req.outstanding_rd_atomic;
     return Step::Started;
@@ -113,6 +113,10 @@ uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pk
             return wire::op::kRcReadRequest;
         case WrClass::Atomic:
             return w.opcode == WrOpcode::AtomicCmpAndSwp ? wire::op::kRcCompareSwap : wire::op::kRcFetchAdd;
+        case WrClass::AtomicWrite:
+            return wire::op::kRcAtomicWrite;
+        case WrClass::Flush:
+            return wire::op::kRcFlush;
         default:
             break;
     }
@@ -152,6 +156,13 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
     } else if (wr.kind == WrClass::Atomic) {
         const bool cas = w.opcode == WrOpcode::AtomicCmpAndSwp;
         spec.ext.atomic_eth = AtomicEth{w.remote_addr, w.rkey, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0};
+    } else if (wr.kind == WrClass::Flush) {
+        // oA19-2: no payload. The RETH names the range (ignored by the responder for level 1).
+        spec.ext.feth = Feth{w.flush_type, w.flush_level, 0};
+        spec.ext.reth = Reth{w.remote_addr, w.rkey, w.length};
+    } else if (wr.kind == WrClass::AtomicWrite) {
+        payload = 8;
+        spec.ext.reth = Reth{w.remote_addr, w.rkey, 8};
     } else {
         payload = std::min(mtu, w.length - std::min(offset, w.length));
         if (info.has(kExtReth)) spec.ext.reth = Reth{w.remote_addr, w.rkey, w.length};
@@ -172,6 +183,10 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
     }
     const bool inl = w.send_flags & SendFlag::Inline;
     const Emit e = emit_frame(core_, sink, spec, payload, [&](std::span<uint8_t> out) {
+        if (wr.kind == WrClass::AtomicWrite && !inl && w.num_sge == 0) {
+            std::memcpy(out.data(), &w.compare_add, 8);  // ibv_wr_atomic_write's bytes, as given
+            return true;
+        }
         if (inl) {
             std::memcpy(out.data(), qp.sq.inline_data(pos).data() + offset, out.size());
             return true;

@@ -29,7 +29,8 @@ uint8_t ack_syndrome() {
 }
 
 bool is_read_or_atomic(OpKind k) {
-    return k == OpKind::RdmaReadRequest || k == OpKind::CompareSwap || k == OpKind::FetchAdd;
+    return k == OpKind::RdmaReadRequest || k == OpKind::CompareSwap || k == OpKind::FetchAdd ||
+           k == OpKind::AtomicWrite || k == OpKind::Flush;
 }
 
 }  // namespace
@@ -128,6 +129,16 @@ void Responder::on_duplicate(QueuePair& qp, const RoceFrame& f) {
             if (r.atomic) {
                 // Answered from the saved result: an atomic is never applied twice (C9-140).
                 if (psn != r.first_psn) return;
+                if (r.empty_response) {  // ATOMIC WRITE / FLUSH (oA19-14, oA19-15)
+                    ResponseJob job;
+                    job.kind = ResponseJob::Kind::EmptyReadResponse;
+                    job.replay = true;
+                    job.psn = psn;
+                    job.msn = rs.msn;
+                    job.syndrome = ack_syndrome();
+                    queue_response(qp, job);
+                    return;
+                }
                 ResponseJob job;
                 job.kind = ResponseJob::Kind::AtomicAck;
                 job.replay = true;
@@ -192,6 +203,10 @@ Responder::Outcome Responder::execute(QueuePair& qp, const RoceFrame& f) {
         case OpKind::CompareSwap:
         case OpKind::FetchAdd:
             return qp.is_rc() ? do_atomic(qp, f) : Outcome::InvalidRequest;
+        case OpKind::AtomicWrite:
+            return qp.is_rc() ? do_atomic_write(qp, f) : Outcome::InvalidRequest;
+        case OpKind::Flush:
+            return qp.is_rc() ? do_flush(qp, f) : Outcome::InvalidRequest;
         default:
             return Outcome::InvalidRequest;
     }
@@ -462,16 +477,22 @@ size_t Responder::emit(QueuePair& qp, FrameSink& sink, size_t budget) {
         spec.bth.psn = job.psn;
         spec.ext.aeth = Aeth{job.syndrome, job.msn};
         const bool atomic = job.kind == ResponseJob::Kind::AtomicAck;
+        const bool empty_read = job.kind == ResponseJob::Kind::EmptyReadResponse;
         if (atomic) {
             spec.bth.opcode = op::kRcAtomicAcknowledge;
             spec.ext.atomic_ack_eth = AtomicAckEth{job.original};
+        } else if (empty_read) {
+            spec.bth.opcode = op::kRcReadResponseOnly;
         } else {
             spec.bth.opcode = op::kRcAcknowledge;
         }
         const Emit e = emit_frame(core_, sink, spec);
         if (e == Emit::NoRoom) break;
         if (e == Emit::Sent) {
-            if (!atomic) ++qp.counters.acks_sent;
+            if (empty_read)
+                ++qp.counters.read_responses_sent;
+            else if (!atomic)
+                ++qp.counters.acks_sent;
             ++qp.counters.tx_packets;
             ++sent;
         }

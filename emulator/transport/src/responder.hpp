@@ -38,6 +38,10 @@ private:
     Outcome do_write(QueuePair& qp, const wire::RoceFrame& f);
     Outcome do_read(QueuePair& qp, const wire::RoceFrame& f);
     Outcome do_atomic(QueuePair& qp, const wire::RoceFrame& f);
+    // IBTA 1.5 (responder_ibta15.cpp)
+    Outcome do_atomic_write(QueuePair& qp, const wire::RoceFrame& f);
+    Outcome do_flush(QueuePair& qp, const wire::RoceFrame& f);
+    void answer_empty_read(QueuePair& qp, uint32_t psn, const ResponderResource& saved);
     bool scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data);
     // Completes the claimed receive WQE (which is used up).
     void complete_recv(QueuePair& qp, WcOpcode opcode, uint32_t byte_len, const wire::RoceFrame& f,

@@ -39,6 +39,8 @@ SendWqe& SendQueue::push(const SendWr& wr, uint32_t length) {
     w.rkey = wr.rkey;
     w.compare_add = wr.compare_add;
     w.swap = wr.swap;
+    w.flush_type = wr.flush_type;
+    w.flush_level = wr.flush_level;
     w.remote_qpn = wr.remote_qpn;
     w.remote_qkey = wr.remote_qkey;
     w.bind = wr.bind;

@@ -31,6 +31,8 @@ struct SendWqe {
     uint32_t rkey = 0;
     uint64_t compare_add = 0;
     uint64_t swap = 0;
+    uint8_t flush_type = 0;
+    uint8_t flush_level = 0;
     uint32_t remote_qpn = 0;   // UD
     uint32_t remote_qkey = 0;  // UD
     AddressVector av;          // UD: the AH's address vector, copied at post time as providers do

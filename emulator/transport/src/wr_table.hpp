@@ -11,8 +11,10 @@
 namespace rnic::transport {
 
 // LocalInv and BindMw are local operations: executed by the requester when they reach the head of
-// the send queue, no packet, completed at once (rxe_do_local_ops).
-enum class WrClass : uint8_t { Unsupported, Send, Write, Read, Atomic, LocalInv, BindMw };
+// the send queue, no packet, completed at once (rxe_do_local_ops). AtomicWrite and Flush (IBTA
+// 1.5) are answered like a zero-length READ and take a responder resource, so they count against
+// max_rd_atomic like READs and atomics.
+enum class WrClass : uint8_t { Unsupported, Send, Write, Read, Atomic, LocalInv, BindMw, AtomicWrite, Flush };
 
 struct WrInfo {
     WrClass kind = WrClass::Unsupported;
@@ -24,9 +26,16 @@ struct WrInfo {
     bool inline_allowed = false;  // IBV_SEND_INLINE gathers the data into the WQE
     WcOpcode completes_as = WcOpcode::Send;
 
-    bool read_or_atomic() const noexcept { return kind == WrClass::Read || kind == WrClass::Atomic; }
+    bool read_or_atomic() const noexcept {
+        return kind == WrClass::Read || kind == WrClass::Atomic || kind == WrClass::AtomicWrite ||
+               kind == WrClass::Flush;
+    }
     // The local buffers receive data (READ response, atomic original): they need LOCAL_WRITE.
-    bool writes_local() const noexcept { return read_or_atomic(); }
+    bool writes_local() const noexcept { return kind == WrClass::Read || kind == WrClass::Atomic; }
+    // One packet whatever the length (atomics, ATOMIC WRITE, FLUSH).
+    bool single_packet() const noexcept {
+        return kind == WrClass::Atomic || kind == WrClass::AtomicWrite || kind == WrClass::Flush;
+    }
     bool allowed_on(QpType t) const noexcept {
         return (t == QpType::Rc && on_rc) || (t == QpType::Uc && on_uc) || (t == QpType::Ud && on_ud);
     }
@@ -48,13 +57,15 @@ constexpr std::array<WrInfo, 16> make_wr_table() {
     t[uint8_t(WrOpcode::AtomicFetchAndAdd)] = {WrClass::Atomic,   Y, N, N, N,  N,  N,     WcOpcode::FetchAdd};
     t[uint8_t(WrOpcode::LocalInv)]          = {WrClass::LocalInv, Y, Y, N, N,  N,  N,     WcOpcode::LocalInv};
     t[uint8_t(WrOpcode::BindMw)]            = {WrClass::BindMw,   Y, Y, N, N,  N,  N,     WcOpcode::BindMw};
+    t[uint8_t(WrOpcode::Flush)]             = {WrClass::Flush,    Y, N, N, N,  N,  N,     WcOpcode::Flush};
+    t[uint8_t(WrOpcode::AtomicWrite)]       = {WrClass::AtomicWrite, Y, N, N, N, N, Y,    WcOpcode::AtomicWrite};
     // clang-format on
     return t;
 }
 inline constexpr std::array<WrInfo, 16> kWrTable = make_wr_table();
 }  // namespace detail
 
-// Opcodes outside the table (TSO, flush, ...) are Unsupported on every QP type.
+// Opcodes outside the table (TSO, ...) are Unsupported on every QP type.
 constexpr const WrInfo& wr_info(WrOpcode op) noexcept {
     const auto i = static_cast<uint8_t>(op);
     return detail::kWrTable[i < detail::kWrTable.size() ? i : 12];

@@ -207,8 +207,8 @@ TEST_CASE("post, doorbell, poll: CQEs retire SQ and RQ slots - the kick only whe
     REQUIRE(qp.ok());
     Qp* q = *qp;
     const abi::Sge sge{0x1000, 8, 1};
-    SendWr w2{2, nullptr, &sge, 1, verbs::kWrSend, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0};
-    SendWr w1{1, &w2, &sge, 1, verbs::kWrSend, 0, 0, 0, 0, 0, 0, nullptr, 0, 0};
+    SendWr w2{2, nullptr, &sge, 1, verbs::kWrSend, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
+    SendWr w1{1, &w2, &sge, 1, verbs::kWrSend, 0, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
     const SendWr* bad = nullptr;
     REQUIRE(f.conn->post_send(q, &w1, &bad) == 0);
     REQUIRE(q->sq.ring.header().producer.load() == 2);
@@ -290,8 +290,8 @@ TEST_CASE("a vanished daemon: flush completions for every outstanding WQE, EIO, 
     auto qp = f.conn->create_qp(*pd, QpInitAttr{verbs::kQptRc, *scq, *rcq, nullptr, caps(4, 4), false});
     Qp* q = *qp;
     const abi::Sge sge{0x1000, 8, 1};
-    SendWr w2{2, nullptr, &sge, 1, verbs::kWrRdmaWrite, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0};
-    SendWr w1{1, &w2, &sge, 1, verbs::kWrSend, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0};
+    SendWr w2{2, nullptr, &sge, 1, verbs::kWrRdmaWrite, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
+    SendWr w1{1, &w2, &sge, 1, verbs::kWrSend, verbs::kSendSignaled, 0, 0, 0, 0, 0, nullptr, 0, 0, 0, 0};
     REQUIRE(f.conn->post_send(q, &w1, nullptr) == 0);
     const RecvWr r2{21, nullptr, &sge, 1};
     const RecvWr r1{20, &r2, &sge, 1};

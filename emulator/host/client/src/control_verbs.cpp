@@ -97,6 +97,7 @@ Result<Mr*> Connection::reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t 
     if (pd == nullptr || pd->connection != this || length == 0) return Error{EINVAL};
     if (dead()) return Error{EIO};
     std::lock_guard v(verbs_lock_);
+    if (access & verbs::kAccessOnDemand) return reg_mr_odp(pd, addr, length, iova, access);
     auto shared = PageSharer::instance().acquire(addr, length);
     if (!shared) return Error{shared.error()};
 
@@ -146,6 +147,31 @@ Result<Mr*> Connection::reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t 
     return raw;
 } catch (...) {  // allocation failure: verbs report it as ENOMEM
     return Error{ENOMEM};
+}
+
+// On-demand paging: nothing is shared or pinned; the daemon reaches the pages through this
+// process when the NIC touches them. addr NULL with length SIZE_MAX is the implicit region over
+// the whole address space (iova 0). Called with verbs_lock_ held.
+Result<Mr*> Connection::reg_mr_odp(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access) {
+    const bool implicit = addr == nullptr && length == SIZE_MAX;
+    if (!implicit && addr == nullptr) return Error{EINVAL};
+    abi::RegMrRequest req{};
+    req.pd = pd->handle;
+    req.access = access;
+    req.addr = reinterpret_cast<uintptr_t>(addr);
+    req.length = implicit ? UINT64_MAX : length;
+    req.iova = implicit ? 0 : iova;
+    req.page_offset = static_cast<uint32_t>(req.addr & (page_size() - 1));
+    req.run_count = 0;
+    std::vector<uint8_t> reply;
+    if (const int rc = call(abi::Op::RegMr, bytes_of(req), {}, &reply, nullptr); rc != 0) return Error{rc};
+    abi::RegMrReply r{};
+    if (!parse(reply, r)) return Error{EPROTO};
+    auto mr = std::make_unique<Mr>(Mr{this, pd, addr, length, req.iova, access, r.lkey, r.rkey, {}});
+    Mr* raw = mr.get();
+    std::lock_guard lock(objects_lock_);
+    mrs_[r.lkey] = std::move(mr);
+    return raw;
 }
 
 int Connection::dereg_mr(Mr* mr) try {

@@ -15,7 +15,7 @@ using namespace verbs;
 bool opcode_allowed(uint32_t qp_type, uint8_t op) {
     switch (qp_type) {
         case kQptRc:
-            return op <= kWrBindMw || op == kWrSendWithInv;
+            return op <= kWrBindMw || op == kWrSendWithInv || op == kWrFlush || op == kWrAtomicWrite;
         case kQptUc:
             return op == kWrRdmaWrite || op == kWrRdmaWriteWithImm || op == kWrSend || op == kWrSendWithImm ||
                    op == kWrLocalInv || op == kWrBindMw || op == kWrSendWithInv;
@@ -51,6 +51,10 @@ uint32_t wc_opcode_for(uint8_t op) noexcept {
             return kWcLocalInv;
         case kWrBindMw:
             return kWcBindMw;
+        case kWrFlush:
+            return kWcFlush;
+        case kWrAtomicWrite:
+            return kWcAtomicWrite;
         default:
             return kWcSend;
     }
@@ -64,12 +68,16 @@ int encode_send(WorkQueue& sq, uint32_t qp_type, const SendWr& wr, uint32_t ah_h
     for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (inl) {
         // Inline data is only a payload the HCA sends: not for READ or atomics (rxe, mlx5).
-        if (wr.opcode == kWrRdmaRead || is_atomic(wr.opcode) || wr.opcode == kWrLocalInv || wr.opcode == kWrBindMw)
+        if (wr.opcode == kWrRdmaRead || is_atomic(wr.opcode) || wr.opcode == kWrLocalInv || wr.opcode == kWrBindMw ||
+            wr.opcode == kWrFlush)
             return EINVAL;
         if (total > sq.max_inline || abi::kSendWqeHeader + total > sq.ring.entry_size()) return EINVAL;
     }
     if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length < 8 || (wr.remote_addr & 7) != 0))
         return EINVAL;
+    // ATOMIC_WRITE: 8 bytes from the SGEs or inline data, or (none given) from compare_add.
+    if (wr.opcode == kWrAtomicWrite && (inl || wr.num_sge != 0) && total != 8) return EINVAL;
+    if (wr.opcode == kWrFlush && wr.num_sge != 0) return EINVAL;
     if (qp_type == kQptUd && ah_handle == 0) return EINVAL;
     if (outstanding(sq) >= sq.max_wr) return ENOMEM;
 
@@ -89,6 +97,8 @@ int encode_send(WorkQueue& sq, uint32_t qp_type, const SendWr& wr, uint32_t ah_h
         w.compare_add = wr.bind_length;
         w.swap = uint64_t{wr.bind_mr_lkey} | uint64_t{wr.bind_access} << 32;
     }
+    w.flush_type = wr.flush_type;
+    w.flush_level = wr.flush_level;
     if (qp_type == kQptUd) {
         w.ah = ah_handle;
         w.remote_qpn = wr.remote_qpn;

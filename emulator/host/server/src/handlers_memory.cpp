@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "control_request.hpp"
+#include "process_memory.hpp"
+#include "rnic/memory/access_flags.hpp"
 
 namespace rnic::host::server {
 
@@ -59,8 +61,44 @@ void HostService::Impl::on_release_segment(Request& rq, const HandleRequest& req
     return rq.fail(s.segments.erase(req.handle) ? 0 : EINVAL);
 }
 
+// IBV_ACCESS_ON_DEMAND: no pages are shared, pinned or charged; the engine reaches them through
+// the client's own process whenever the NIC touches them (process_memory.hpp).
+void HostService::Impl::on_reg_mr_odp(Request& rq, const RegMrRequest& req) {
+    Session& s = rq.s;
+    if (!s.pds.count(req.pd) || req.length == 0) return rq.fail(EINVAL);
+    const bool implicit = req.addr == 0 && req.length == UINT64_MAX && req.iova == 0;
+    if (!implicit && (req.addr == 0 || (req.iova & (kPageSize - 1)) != (req.addr & (kPageSize - 1))))
+        return rq.fail(EINVAL);
+    if (!s.peer_known) return rq.fail(EPERM);  // whose memory would it be?
+    if (!s.process_memory || !s.process_memory->alive()) {
+        s.process_memory = ProcessMemory::open(s.process);
+        if (!s.process_memory) {
+            const int err = errno == EPERM ? EPERM : ESRCH;
+            spdlog::info("session {}: ODP registration refused: pid {} not reachable ({})", s.id, s.process.pid, err);
+            return rq.fail(err);
+        }
+    }
+    if (int rc = charge(s, Resource::Mrs); rc) return rq.fail(rc);
+    const auto r = engine.reg_mr_odp(req.pd, req.addr, req.length, req.iova, req.access, s.process_memory.get(),
+                                     implicit);
+    if (!r) {
+        uncharge(s, Resource::Mrs);
+        return rq.fail(r.error());
+    }
+    HostMr mr;
+    mr.lkey = r->lkey;
+    mr.rkey = r->rkey;
+    mr.pd = req.pd;
+    mr.length = req.length;
+    mr.odp = s.process_memory;
+    s.mrs.emplace(r->lkey, std::move(mr));
+    rq.ok(RegMrReply{r->lkey, r->rkey});
+}
+
 void HostService::Impl::on_reg_mr(Request& rq, const RegMrRequest& req) {
     Session& s = rq.s;
+    if ((req.access & mem::kAccessOnDemand) && req.run_count == 0 && rq.body.size() == sizeof req)
+        return on_reg_mr_odp(rq, req);
     if (req.run_count > (kMaxMessage / sizeof(SegmentRun)) ||
         rq.body.size() != sizeof req + size_t{req.run_count} * sizeof(SegmentRun)) {
         reject(s, rq.h, EINVAL, "RegMr run count");

@@ -81,6 +81,8 @@ bool decode_send_wqe(const uint8_t* slot, const WorkQueue& sq, uint32_t index, a
     wr.rkey = w.rkey;
     wr.compare_add = w.compare_add;
     wr.swap = w.swap;
+    wr.flush_type = w.flush_type;
+    wr.flush_level = w.flush_level;
     wr.ah = w.ah;
     wr.remote_qpn = w.remote_qpn;
     wr.remote_qkey = w.remote_qkey;

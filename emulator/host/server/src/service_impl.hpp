@@ -149,6 +149,7 @@ struct HostService::Impl {
     void on_share_segment(Request& rq, const abi::ShareSegmentRequest& req);
     void on_release_segment(Request& rq, const abi::HandleRequest& req);
     void on_reg_mr(Request& rq, const abi::RegMrRequest& req);
+    void on_reg_mr_odp(Request& rq, const abi::RegMrRequest& req);
     void on_dereg_mr(Request& rq, const abi::HandleRequest& req);
     // handlers_mw.cpp
     void on_alloc_mw(Request& rq, const abi::AllocMwRequest& req);

@@ -39,6 +39,7 @@ struct HostMr {
     uint64_t length = 0;
     uint64_t pinned_pages = 0;  // charged to the session's process (ib_umem_num_pages)
     std::vector<std::shared_ptr<Segment>> segments;
+    std::shared_ptr<class ProcessMemory> odp;  // on-demand MR: the client's memory, kept while registered
 };
 
 // A completion channel: the daemon's end of its notification socket (notify_socket.hpp).
@@ -105,6 +106,7 @@ struct Session {
     std::set<uint32_t> pds;
     std::map<uint32_t, HostMr> mrs;                         // by lkey
     std::set<uint32_t> mws;                                 // memory window handles
+    std::shared_ptr<class ProcessMemory> process_memory;    // taken at the first ODP registration
     std::map<uint32_t, std::shared_ptr<Segment>> segments;  // by the client's segment id
     std::map<uint32_t, std::shared_ptr<Channel>> channels;
     uint32_t next_channel = 1;

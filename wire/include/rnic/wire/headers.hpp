@@ -162,6 +162,23 @@ struct Ieth {
     void write(uint8_t* p) const noexcept;
 };
 
+// FLUSH Extended Transport Header (IBTA 1.5): bits 3-0 placement type (1 global visibility,
+// 2 persistence), bits 5-4 selectivity level (0 the RETH's range, 1 the whole region), the
+// other 26 bits reserved (carried for bit-exact round trips).
+struct Feth {
+    static constexpr size_t kSize = 4;
+    static constexpr uint8_t kPlacementGlobal = 1;
+    static constexpr uint8_t kPlacementPersistent = 2;
+    static constexpr uint8_t kSelectRange = 0;
+    static constexpr uint8_t kSelectRegion = 1;
+    uint8_t placement = 0;    // 4 bits
+    uint8_t selectivity = 0;  // 2 bits
+    uint32_t reserved = 0;    // 26 bits
+
+    static Feth read(const uint8_t* p) noexcept;
+    void write(uint8_t* p) const noexcept;
+};
+
 // Datagram Extended Transport Header (IBA 9.3.2): UD Q_Key and source QP.
 struct Deth {
     static constexpr size_t kSize = 8;
@@ -186,6 +203,7 @@ struct ExtHeaders {
     std::optional<AtomicAckEth> atomic_ack_eth;
     std::optional<ImmDt> immdt;
     std::optional<Ieth> ieth;
+    std::optional<Feth> feth;
 };
 
 }  // namespace rnic::wire

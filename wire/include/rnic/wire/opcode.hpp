@@ -21,6 +21,7 @@ enum ExtMask : uint16_t {
     kExtImmDt = 1u << 5,
     kExtIeth = 1u << 6,
     kExtCnp = 1u << 7,  // the 16 reserved bytes of a CNP
+    kExtFeth = 1u << 8,  // FLUSH (IBTA 1.5): comes first, before the RETH
 };
 
 // Position of a packet within its message.
@@ -37,6 +38,8 @@ enum class OpKind : uint8_t {
     AtomicAcknowledge,
     CompareSwap,
     FetchAdd,
+    AtomicWrite,  // IBTA 1.5: RETH + 8 bytes written as one, answered like a zero-length READ
+    Flush,        // IBTA 1.5: FETH + RETH, no payload, answered like a zero-length READ
     Cnp,
 };
 
@@ -54,7 +57,7 @@ struct OpcodeInfo {
     constexpr bool is_request() const noexcept {
         return kind == OpKind::Send || kind == OpKind::RdmaWrite ||
                kind == OpKind::RdmaReadRequest || kind == OpKind::CompareSwap ||
-               kind == OpKind::FetchAdd;
+               kind == OpKind::FetchAdd || kind == OpKind::AtomicWrite || kind == OpKind::Flush;
     }
     constexpr bool is_response() const noexcept {
         return kind == OpKind::RdmaReadResponse || kind == OpKind::Acknowledge ||
@@ -93,6 +96,8 @@ inline constexpr uint8_t kRcCompareSwap = 0x13;
 inline constexpr uint8_t kRcFetchAdd = 0x14;
 inline constexpr uint8_t kRcSendLastInv = 0x16;
 inline constexpr uint8_t kRcSendOnlyInv = 0x17;
+inline constexpr uint8_t kRcFlush = 0x1C;        // IBTA 1.5, Linux rxe since 6.2
+inline constexpr uint8_t kRcAtomicWrite = 0x1D;  // IBTA 1.5, Linux rxe since 6.2
 inline constexpr uint8_t kUcBase = 0x20;  // UC opcodes = RC opcode + 0x20 for SEND/WRITE
 inline constexpr uint8_t kUcSendFirst = 0x20;
 inline constexpr uint8_t kUcSendMiddle = 0x21;

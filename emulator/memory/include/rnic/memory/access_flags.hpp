@@ -26,8 +26,9 @@ inline constexpr AccessFlags kAccessOptionalRange = 0x3FFu << 20;
 inline constexpr AccessFlags kAccessRemoteAny = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 
 // errno for a registration asking for `flags`: 0, EINVAL (unknown bits, or remote write/atomic
-// without local write), EOPNOTSUPP (on-demand paging or FLUSH rights, which this device lacks).
-// The same answers the kernel's ib_check_mr_access gives for a device without ODP or FLUSH.
+// without local write), EOPNOTSUPP (on-demand paging, FLUSH_PERSISTENT: this device has no
+// persistent memory). The same answers the kernel's ib_check_mr_access gives for a device
+// whose caps have FLUSH_GLOBAL but not FLUSH_PERSISTENT or ODP.
 int check_mr_access_flags(AccessFlags flags) noexcept;
 
 // The rights an MR keeps: optional hints dropped, since nothing here acts on them.

@@ -21,6 +21,12 @@ struct MemoryCounters {
     uint64_t mw_bind_errors = 0;
     uint64_t mw_invalidations = 0;
     uint64_t cache_miss_ns = 0;  // every nanosecond ever charged, including what was taken
+    // On-demand regions: accesses served through the owner's address space (each one faults
+    // the pages it touches in, as a NIC page fault would), their bytes, and accesses that hit
+    // memory nothing is mapped at (remote access / local protection errors).
+    uint64_t odp_accesses = 0;
+    uint64_t odp_bytes = 0;
+    uint64_t odp_faults = 0;
     // Indexed by AccessError; [None] stays 0. Local: lkeys in SGEs. Remote: rkeys from the peer.
     std::array<uint64_t, kAccessErrorKinds> local_access_errors{};
     std::array<uint64_t, kAccessErrorKinds> remote_access_errors{};

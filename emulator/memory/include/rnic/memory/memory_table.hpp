@@ -18,6 +18,7 @@
 #include "rnic/memory/memory_counters.hpp"
 #include "rnic/memory/mpt.hpp"
 #include "rnic/memory/mtt.hpp"
+#include "rnic/memory/odp_backend.hpp"
 
 namespace rnic::mem {
 
@@ -58,13 +59,20 @@ public:
     // --- control path -------------------------------------------------------------------
     // A region of `length` bytes at `host_address` in this process, named `iova` by its
     // users. Errors: EINVAL (flags, zero length, over max_mr_size, iova or host range
-    // wrapping, null address), EOPNOTSUPP (ODP, FLUSH), ENOMEM (MPT or MTT full).
+    // wrapping, null address), EOPNOTSUPP (ODP, FLUSH_PERSISTENT), ENOMEM (MPT or MTT full).
     RegResult register_mr(uint32_t pd, void* host_address, uint64_t length, uint64_t iova, AccessFlags access);
     // The same from a list of 4 KiB-aligned page addresses (not necessarily contiguous); the
     // region starts `first_page_offset` bytes into pages[0]. pages.size() must be exactly the
     // number of pages the region spans.
     RegResult register_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
                                 uint64_t length, uint64_t iova, AccessFlags access);
+    // An on-demand region (IBV_ACCESS_ON_DEMAND must be in `access`): nothing is pinned or
+    // translated now; every access goes through `backend` at `address` + (va - iova). `implicit`
+    // is the whole address space (ibv_reg_mr(pd, NULL, SIZE_MAX, ...)): iova 0, every address
+    // but the last. The backend must outlive the region. Atomics on such a region are refused
+    // (AccessDenied): the backend cannot make them atomic against the owner's CPUs.
+    RegResult register_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova, AccessFlags access,
+                           OdpBackend* backend, bool implicit);
     // 0, or EINVAL when the key names no registered region (stale variant included) or windows
     // are still bound to it (rxe's answer, IBA 10.6.7.2.6).
     int deregister_mr(uint32_t key);
@@ -130,6 +138,17 @@ public:
     AtomicResult compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap,
                                   uint32_t qpn = 0);
     AtomicResult fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add, uint32_t qpn = 0);
+    // ATOMIC WRITE (IBTA 1.5): the 8 bytes `value` holds (as they came off the wire) stored at
+    // va as one word, after everything stored before it (a release store, as rxe does). Needs
+    // REMOTE_WRITE; the key is checked first, then the alignment (Misaligned), as in rxe.
+    AccessError atomic_write(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t value, uint32_t qpn = 0);
+    // FLUSH (IBTA 1.5) of [va, va + length), or of the whole region when `whole_region`: the
+    // key needs the FLUSH rights `placement` asks for (bit 0 global visibility, bit 1
+    // persistence). What a software NIC's writes reach is the target process's memory, so
+    // global visibility is a store fence once the key checks pass; persistence cannot be
+    // granted (no region is registered with FLUSH_PERSISTENT), so it fails as AccessDenied.
+    AccessError flush(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t length, uint8_t placement,
+                      bool whole_region);
 
     // --- cost and counters --------------------------------------------------------------
     // Nanoseconds of cache misses since the last take; the engine adds them to its clock.
@@ -167,6 +186,8 @@ private:
     template <class Op>
     AtomicResult atomic(uint32_t rkey, uint32_t pd, uint64_t va, uint32_t qpn, Op op);
     void charge(CacheModel& cache, uint64_t key) noexcept;
+    AccessError odp_copy(const MptEntry& e, uint64_t va, std::span<const uint8_t> in, std::span<uint8_t> out,
+                         bool remote);
 
     MemoryConfig config_;
     Mpt mpt_;     // regions: indexes 1 .. max_mrs

@@ -36,6 +36,7 @@ struct MptEntry {
     uint64_t mtt_first = 0;      // first MTT entry of the region
     uint64_t mtt_pages = 0;
     uint32_t first_page_offset = 0;  // iova maps this many bytes into MTT page 0
+    class OdpBackend* odp = nullptr;  // on-demand region: no MTT, every access through this
     uint8_t variant = 0;  // windows: the key byte the last bind chose (ibv_inc_rkey)
     MrState state = MrState::Free;
     MptKind kind = MptKind::Mr;

@@ -13,9 +13,9 @@ namespace rnic::transport {
         X(rnr_nak_retry_err) X(packet_seq_err) X(seq_naks_sent) X(seq_naks_received) X(rnr_naks_sent)              \
             X(rnr_naks_received) X(duplicate_requests) X(out_of_sequence) X(out_of_buffer) X(remote_access_errors) \
                 X(remote_invalid_request_errors) X(remote_operational_errors) X(implied_nak_seq_err) X(acks_sent)  \
-                    X(acks_received) X(read_responses_sent) X(atomics_executed) X(uc_dropped_messages)             \
-                        X(ud_qkey_violations) X(completions) X(error_completions) X(responses_dropped) X(cnps_sent)         \
-                            X(cnps_received)
+                    X(acks_received) X(read_responses_sent) X(atomics_executed) X(atomic_writes_executed)        \
+                        X(flushes_executed) X(uc_dropped_messages) X(ud_qkey_violations) X(completions)          \
+                            X(error_completions) X(responses_dropped) X(cnps_sent) X(cnps_received)
 
 #define RNIC_DEVICE_COUNTERS(X)                                                                          \
     X(rx_frames)                                                                                         \

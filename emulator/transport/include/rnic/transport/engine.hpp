@@ -14,6 +14,7 @@
 
 #include "rnic/common/frame_sink.hpp"
 #include "rnic/congestion/dcqcn_params.hpp"
+#include "rnic/memory/odp_backend.hpp"
 #include "rnic/transport/counters.hpp"
 #include "rnic/transport/device_attr.hpp"
 #include "rnic/transport/work_request.hpp"
@@ -136,6 +137,10 @@ public:
     // `first_page_offset` bytes into pages[0].
     Result<MrInfo> reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
                                 uint64_t length, uint64_t iova, uint32_t access) noexcept;
+    // An on-demand (ODP) region: every access goes through `backend` (see mem::OdpBackend);
+    // `implicit`: the whole address space. `access` must hold IBV_ACCESS_ON_DEMAND.
+    Result<MrInfo> reg_mr_odp(uint32_t pd, uint64_t address, uint64_t length, uint64_t iova, uint32_t access,
+                              mem::OdpBackend* backend, bool implicit) noexcept;
     // Work that still names the MR's keys fails with a protection error when it reaches them.
     // EINVAL while memory windows are bound to it (rxe).
     int dereg_mr(uint32_t lkey) noexcept;

@@ -52,8 +52,12 @@ struct SendWr {
     uint32_t invalidate_rkey = 0;      // SEND_WITH_INV, LOCAL_INV
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
+    // Atomics: the operands. ATOMIC_WRITE without SGEs or inline data: the 8 bytes to write,
+    // as they lie in memory (ibv_wr_atomic_write's buffer). FLUSH: the length of the range.
     uint64_t compare_add = 0;
     uint64_t swap = 0;
+    uint8_t flush_type = 0;   // FLUSH: enum ibv_placement_type bits (1 global, 2 persistent)
+    uint8_t flush_level = 0;  // FLUSH: enum ibv_selectivity_level (0 range, 1 whole MR)
     // UD
     uint32_t ah = 0;
     uint32_t remote_qpn = 0;

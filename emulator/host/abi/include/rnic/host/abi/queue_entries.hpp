@@ -25,14 +25,16 @@ static_assert(sizeof(Sge) == 16);
 struct SendWqe {
     uint64_t wr_id;
     uint8_t opcode;       // enum ibv_wr_opcode
-    uint8_t reserved0[3];
+    uint8_t flush_type;   // FLUSH: enum ibv_placement_type bits
+    uint8_t flush_level;  // FLUSH: enum ibv_selectivity_level
+    uint8_t reserved0;
     uint32_t send_flags;  // enum ibv_send_flags
     uint32_t imm_data;    // network order, as ibv_send_wr; the rkey for SEND_WITH_INV and LOCAL_INV
     uint32_t num_sge;
     uint32_t inline_length;
     uint32_t rkey;
     uint64_t remote_addr;
-    uint64_t compare_add;
+    uint64_t compare_add;  // atomics; FLUSH: the length; ATOMIC_WRITE without SGEs: the 8 bytes
     uint64_t swap;
     uint32_t ah;          // UD: AH handle
     uint32_t remote_qpn;  // UD

@@ -74,6 +74,10 @@ public:
     // them; binds are send WQEs.
     Result<abi::AllocMwReply> alloc_mw(Pd* pd, uint32_t type);
     int dealloc_mw(uint32_t handle);
+    // ibv_advise_mr on on-demand regions: advice 0 PREFETCH, 1 PREFETCH_WRITE, 2 PREFETCH_NO_FAULT;
+    // flags 0 or IBV_ADVISE_MR_FLAG_FLUSH (always served synchronously here). EINVAL: a bad
+    // advice, flag, key (not an ODP MR of `pd`) or range; EFAULT: an address nothing is mapped at.
+    int advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const abi::Sge* sges, uint32_t count);
 
     Result<CompChannel*> create_comp_channel();
     int destroy_comp_channel(CompChannel* channel);
@@ -117,6 +121,7 @@ public:
              std::vector<int>* fds_in);
 
 private:
+    Result<Mr*> reg_mr_odp(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
     Connection() = default;
     int say_hello();
     // A thread that sleeps until the daemon's end of the socket hangs up, then marks the

@@ -149,7 +149,7 @@ struct SendWr {
     uint32_t imm_data;  // network order; the rkey to invalidate for SEND_WITH_INV / LOCAL_INV
     uint64_t remote_addr;
     uint32_t rkey;
-    uint64_t compare_add;
+    uint64_t compare_add;  // FLUSH: the length; ATOMIC_WRITE without SGEs or inline: the 8 bytes
     uint64_t swap;
     Ah* ah;  // UD
     uint32_t remote_qpn;
@@ -159,6 +159,8 @@ struct SendWr {
     uint32_t bind_mr_lkey = 0;
     uint64_t bind_length = 0;
     uint32_t bind_access = 0;
+    uint8_t flush_type = 0;   // FLUSH (last, so aggregate initializers of the older fields still fit)
+    uint8_t flush_level = 0;  // FLUSH
 };
 
 struct RecvWr {

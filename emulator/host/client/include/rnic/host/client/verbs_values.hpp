@@ -31,10 +31,13 @@ inline constexpr uint8_t kWrAtomicFetchAndAdd = 6;
 inline constexpr uint8_t kWrLocalInv = 7;
 inline constexpr uint8_t kWrBindMw = 8;
 inline constexpr uint8_t kWrSendWithInv = 9;
+inline constexpr uint8_t kWrFlush = 14;        // rdma-core >= 45
+inline constexpr uint8_t kWrAtomicWrite = 15;  // rdma-core >= 44
 
 // enum ibv_send_flags
 inline constexpr uint32_t kSendSignaled = 1u << 1;
 inline constexpr uint32_t kSendInline = 1u << 3;
+inline constexpr uint32_t kAccessOnDemand = 1u << 6;  // IBV_ACCESS_ON_DEMAND
 
 // enum ibv_wc_status
 inline constexpr uint32_t kWcSuccess = 0;
@@ -48,6 +51,8 @@ inline constexpr uint32_t kWcCompSwap = 3;
 inline constexpr uint32_t kWcFetchAdd = 4;
 inline constexpr uint32_t kWcBindMw = 5;
 inline constexpr uint32_t kWcLocalInv = 6;
+inline constexpr uint32_t kWcFlush = 8;        // rdma-core >= 45
+inline constexpr uint32_t kWcAtomicWrite = 9;  // rdma-core >= 44
 inline constexpr uint32_t kWcRecv = 1u << 7;
 
 // enum ibv_event_type
