@@ -4,12 +4,14 @@
 //   rnic-sysfs exec [--] PROG ARGS   run PROG with that tree at /sys/class and /dev/infiniband/uverbsN,
 //                                    in a private mount namespace; where namespaces are not
 //                                    available, one line says so and PROG runs without the tree
+//                                    (RNIC_VERBS_DEBUG=1 also prints what the tree lacks)
 //
 // Run it through rnic-run (which does so by default): the devices are what our libibverbs.so.1
 // lists for $RNIC_RUN_DIR.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -41,7 +43,10 @@ std::string private_tree() {
         return e;
     if (std::string e = overlay_directory("/dev", "infiniband"); !e.empty()) return e;
     const WriteResult r = write_tree("/sys/class", "/sys/class/net");
-    print_notes(r);
+    // Quiet unless asked: the notes (a device whose interface is in another namespace) would
+    // otherwise precede every program's own output.
+    if (const char* v = std::getenv("RNIC_VERBS_DEBUG"); v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0)
+        print_notes(r);
     return make_uverbs_nodes("/sys/class");
 }
 
