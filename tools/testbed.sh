@@ -4,7 +4,7 @@
 # bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
-#                         [--oob] [-- rnicd args]
+#                         [--oob [--oob-rnic-ips]] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
@@ -27,6 +27,10 @@
 # --oob adds a second veth pair between the namespaces with kernel addresses .1 (A) and .2 (B) of
 # $RNIC_TESTBED_OOB_NET (default 10.78.0): the TCP side channel middleware needs besides the RDMA
 # device (ucx_perftest's and mpirun's out-of-band exchange), kept off rnicd's link.
+# --oob-rnic-ips also gives those interfaces the rnicd addresses ($RNIC_TESTBED_NET .1 and .2):
+# for middleware that finds its RDMA source address among the kernel's (getifaddrs: libfabric's
+# verbs provider) and opens its side channel to the peer's RDMA address (fi_pingpong). The
+# kernel holds them on the side-channel link only, so rnicd's link is untouched.
 set -euo pipefail
 
 name=${RNIC_TESTBED:-rnictb}
@@ -90,7 +94,7 @@ start_rnicd() {  # side ns ifname ip ip6
 }
 
 cmd_up() {
-    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 extra=()
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 extra=()
     while (($#)); do
         case $1 in
             --daemons) daemons=$2; shift 2 ;;
@@ -99,6 +103,7 @@ cmd_up() {
             --busy-poll) busy=1; shift ;;
             --one-run-dir) one_run_dir=1; shift ;;
             --oob) oob=1; shift ;;
+            --oob-rnic-ips) oob_rnic_ips=1; shift ;;
             --) shift; extra=("$@"); break ;;
             *) die "unknown option $1" ;;
         esac
@@ -120,6 +125,10 @@ cmd_up() {
         ip -n "$ns_b" addr add "$oob_net.2/24" dev "${if_b}o"
         ip -n "$ns_a" link set "${if_a}o" up
         ip -n "$ns_b" link set "${if_b}o" up
+        if ((oob_rnic_ips)); then
+            ip -n "$ns_a" addr add "$net.1/24" dev "${if_a}o"
+            ip -n "$ns_b" addr add "$net.2/24" dev "${if_b}o"
+        fi
     fi
     if [[ $daemons == both ]]; then
         quiet_kernel "$ns_b" "$if_b"
@@ -205,5 +214,5 @@ case ${1:-} in
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
