@@ -9,7 +9,8 @@ directory (rnic0 in namespace A, rnic1 in B), programs run in namespace A.
  3. device/net/<iface> and gid_attrs/ndevs name the interface whose MAC is in the link-local GID
     (rnic0's veth, present in A); rnic1's interface is not in A: no ndevs, no device/net entry.
  4. The other classes stay visible (/sys/class/net lists the namespace's interfaces), nothing
-    leaks out of the private namespace, and --no-sysfs / RNIC_RUN_SYSFS=0 run without the tree.
+    leaks out of the private namespace, and --no-sysfs / RNIC_RUN_SYSFS=0 run without the tree;
+    as an unprivileged user (uid 65534, through a user namespace) the tree is there too.
  5. Debian's ibstat (libibumad reads only sysfs) and pyverbs (through our libibverbs) show the
     same device as the tree.
  6. rnic-sysfs write DIR writes the same files.
@@ -189,6 +190,24 @@ def main():
         for how, args, extra in (("--no-sysfs", ["--no-sysfs"] + probe, None), ("RNIC_RUN_SYSFS=0", probe, {"RNIC_RUN_SYSFS": "0"})):
             r = in_a(args, run_dir, extra_env=extra)
             check("rnic0" not in r.stdout and "uverbs0" not in r.stdout, f"{how}: no tree ({r.stdout.strip()!r})")
+
+        # Not root: a user namespace maps the caller's ids, /dev/null stands in for the node. Only
+        # where the unprivileged user can reach the build and the run directory (a checkout under
+        # /root cannot be).
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        lib_dir = os.path.join(os.path.dirname(rnic_run), "lib", "libibverbs.so.1")
+        reach = subprocess.run(nobody + ["sh", "-c", f"test -x '{rnic_run}' && test -r '{lib_dir}' && test -x '{rnic_sysfs}' "
+                                         f"&& test -r '{run_dir}'"], capture_output=True, timeout=30)
+        if shutil.which("setpriv") and reach.returncode == 0:
+            r = in_a(nobody + [rnic_run, "--run-dir", run_dir, "sh", "-c",
+                               "id -u; cat /sys/class/infiniband/rnic0/node_guid; stat -c '%F %t:%T' /dev/infiniband/uverbs0; "
+                               "ls /sys/class/net"], run_dir, via_rnic_run=False)
+            lines = r.stdout.split("\n")
+            check(r.returncode == 0 and lines[0] == "65534" and lines[1] == info["rnic0"]["node_guid"]
+                  and lines[2] == "character special file 1:3" and bed["if_a"] in r.stdout,
+                  f"as uid 65534: the tree, /dev/null as uverbs0, /sys/class/net ({r.stdout.split()} {r.stderr.strip()[-200:]})")
+        else:
+            print("(uid 65534 cannot reach the build or the run directory: the unprivileged check is not run)")
 
         # ibstat: libibumad reads /sys/class/infiniband only.
         r = in_a(["ibstat", "rnic0"], run_dir)
