@@ -68,6 +68,7 @@ struct Segment {
 struct Hostile {
     std::unique_ptr<SessionClient> c;
     std::vector<uint32_t> pds, ahs, channels;
+    std::vector<abi::AllocMwReply> mws;  // handle and the rkey it was allocated with
     std::vector<Mr> mrs;
     std::vector<Segment> segments;
     std::vector<CqRing> cqs;
@@ -320,6 +321,9 @@ void World::track(Hostile* s, Op op, const void* body, SessionReply& r) {
         case Op::AllocPd:
             keep(s->pds, r.as<abi::HandleReply>().handle);
             break;
+        case Op::AllocMw:
+            keep(s->mws, r.as<abi::AllocMwReply>());
+            break;
         case Op::CreateAh:
             keep(s->ahs, r.as<abi::HandleReply>().handle);
             break;
@@ -412,8 +416,8 @@ struct Fds {
 
 void World::control() {
     Hostile* s = session();
-    uint8_t op_byte = p_.u8() % 26;  // 0 and 25: ops that do not exist
-    const Op op = static_cast<Op>(op_byte);
+    uint8_t op_byte = p_.u8() % 28;  // 0 and 25: ops that do not exist; 26, 27: the window ops
+    const Op op = op_byte == 26 ? Op::AllocMw : op_byte == 27 ? Op::DeallocMw : static_cast<Op>(op_byte);
     std::vector<uint8_t> body;
     Fds fds;
     auto put = [&body](const auto& v) {
@@ -490,6 +494,12 @@ void World::control() {
         }
         case Op::DeregMr:
             put(abi::HandleRequest{pick(s, &Hostile::mrs, [](const Mr& m) { return m.lkey; }), 0});
+            break;
+        case Op::AllocMw:
+            put(abi::AllocMwRequest{pick_pd(s), p_.u8() % 4u});  // types 0 and 3 do not exist
+            break;
+        case Op::DeallocMw:
+            put(abi::HandleRequest{pick(s, &Hostile::mws, [](const abi::AllocMwReply& m) { return m.handle; }), 0});
             break;
         case Op::CreateCompChannel:
             if (p_.u8() & 0x80) fds.fds.push_back(make_fd(p_.u8()));  // the daemon makes the socket
@@ -756,6 +766,15 @@ void World::post_send() {
     const uint32_t any_qkey = p_.u32();
     w.remote_qkey = pair_qkey ? 0x11111111 : any_qkey;
     w.imm_data = p_.u32();
+    // BIND_MW (8): often a window this session (or another) really has, over one of its regions
+    // (the bind's fields in the WQE: abi/queue_entries.hpp); no extra program bytes, so programs
+    // written before windows existed decode as they did.
+    if (w.opcode == 8 && s && !s->mws.empty()) {
+        w.imm_data = s->mws[w.imm_data % s->mws.size()].rkey;
+        if (local) w.swap = (w.swap & ~uint64_t{0xFFFFFFFF}) | local->lkey;
+        if (local) w.remote_addr = local->iova + offset;
+        w.compare_add %= 2 * 4096 + 1;
+    }
     w.inline_length = p_.u8();
     const auto inline_bytes = (w.send_flags & 8) ? p_.bytes(w.inline_length) : std::span<const uint8_t>{};
     if (!qp || !qp->memory) {

@@ -11,7 +11,17 @@
    second buffer and compares; FETCH_AND_ADDs 1 to the server's counter (the old value must be
    i) and COMPARE_AND_SWAPs a second word from i to i+1 (must return i). Then it tells the
    server over TCP, and the server checks its own memory: the last pattern and both counters.
-   Exit 0 when everything matched; every wait is bounded (20 s per completion, 60 s on TCP). */
+   Exit 0 when everything matched; every wait is bounded (20 s per completion, 60 s on TCP).
+
+   -w 1|2: the same through a memory window of that type. The server registers its buffer with
+   IBV_ACCESS_MW_BIND, binds a window over the written area and the atomic words once its QP is
+   ready (type 1: ibv_bind_mw; type 2: IBV_WR_BIND_MW by ibv_post_send, the rkey moved on by
+   ibv_inc_rkey), checks the IBV_WC_BIND_MW completion and sends the window's rkey over TCP; the
+   client uses only that rkey. Afterwards the window is taken away (type 2: the client's
+   SEND_WITH_INV of the rkey, whose receive completion the server checks for IBV_WC_WITH_INV and
+   invalidated_rkey; type 1: the server's zero-length ibv_bind_mw) and the client's READ through
+   it must complete with IBV_WC_REM_ACCESS_ERR. -w 3 is type 2 taken away by the server's own
+   IBV_WR_LOCAL_INV instead. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -114,6 +124,22 @@ static int connect_qp(struct ctx *c, int gid_index, enum ibv_mtu mtu, const stru
     return 0;
 }
 
+/* Waits (`seconds` at most) for one completion; 0 with *wc filled, 1 on timeout or error. */
+static int wait_wc(struct ctx *c, struct ibv_wc *wc, const char *what, int seconds) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int n = ibv_poll_cq(c->cq, 1, wc);
+        if (n < 0) return die("poll_cq");
+        if (n == 1) return 0;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > seconds) {
+            fprintf(stderr, "rdma_check: %s: no completion in %d s\n", what, seconds);
+            return 1;
+        }
+    }
+}
+
 /* Posts one signaled work request and waits (20 s at most) for its completion. */
 static int run_wr(struct ctx *c, struct ibv_send_wr *wr, const char *what, int iter) {
     struct ibv_send_wr *bad;
@@ -203,12 +229,89 @@ static int server_check(struct ctx *c, int iters) {
     return 0;
 }
 
+/* ---- memory windows (-w) ---- */
+
+/* Server: a window of `type` over [buf, buf + len) with remote write, read and atomic rights. */
+static int bind_window(struct ctx *c, struct ibv_mw *mw, int type, uint64_t len, uint32_t *rkey) {
+    struct ibv_mw_bind_info info = {.mr = c->mr, .addr = (uintptr_t)c->buf, .length = len,
+                                    .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                       IBV_ACCESS_REMOTE_ATOMIC};
+    if (type == 1) {
+        struct ibv_mw_bind b = {.wr_id = 71, .send_flags = IBV_SEND_SIGNALED, .bind_info = info};
+        if (ibv_bind_mw(c->qp, mw, &b)) return die("ibv_bind_mw");
+        *rkey = mw->rkey; /* the verb moved it on */
+    } else {
+        struct ibv_send_wr wr = {.wr_id = 71, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED}, *bad;
+        wr.bind_mw.mw = mw;
+        wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+        wr.bind_mw.bind_info = info;
+        if (ibv_post_send(c->qp, &wr, &bad)) return die("IBV_WR_BIND_MW");
+        *rkey = mw->rkey = wr.bind_mw.rkey;
+    }
+    struct ibv_wc wc;
+    if (wait_wc(c, &wc, "the bind", 20)) return 1;
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_BIND_MW || wc.wr_id != 71) {
+        fprintf(stderr, "rdma_check: bind completed with %s, opcode %d\n", ibv_wc_status_str(wc.status), wc.opcode);
+        return 1;
+    }
+    return 0;
+}
+
+/* Client, after the window is gone: a READ through it must fail with a remote access error. */
+static int read_must_fail(struct ctx *c, const struct dest *d) {
+    struct ibv_sge sge = {.addr = (uintptr_t)(c->buf + c->back), .length = 8, .lkey = c->mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = 72, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    wr.wr.rdma.remote_addr = d->addr;
+    wr.wr.rdma.rkey = d->rkey;
+    if (ibv_post_send(c->qp, &wr, &bad)) return die("the READ through the dead window");
+    struct ibv_wc wc;
+    if (wait_wc(c, &wc, "the READ through the dead window", 20)) return 1;
+    if (wc.status != IBV_WC_REM_ACCESS_ERR) {
+        fprintf(stderr, "rdma_check: READ through the dead window completed with %s\n", ibv_wc_status_str(wc.status));
+        return 1;
+    }
+    return 0;
+}
+
+/* Client, type 2: SEND_WITH_INV of the window's rkey (the server checks its receive). */
+static int send_invalidate(struct ctx *c, uint32_t rkey) {
+    struct ibv_sge sge = {.addr = (uintptr_t)c->buf, .length = 8, .lkey = c->mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = 73, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    wr.invalidate_rkey = rkey;
+    if (ibv_post_send(c->qp, &wr, &bad)) return die("SEND_WITH_INV");
+    struct ibv_wc wc;
+    if (wait_wc(c, &wc, "SEND_WITH_INV", 20)) return 1;
+    if (wc.status != IBV_WC_SUCCESS) {
+        fprintf(stderr, "rdma_check: SEND_WITH_INV completed with %s\n", ibv_wc_status_str(wc.status));
+        return 1;
+    }
+    return 0;
+}
+
+/* Server, type 2: the receive of the client's SEND_WITH_INV names the window's rkey. Linux rxe
+   (6.1) hands user space the kernel's IB_WC_WITH_INVALIDATE bit (1 << 2), which verbs.h calls
+   IBV_WC_IP_CSUM_OK, instead of IBV_WC_WITH_INV (1 << 3): either says "invalidated" here. */
+static int check_invalidated(struct ctx *c, uint32_t rkey) {
+    struct ibv_wc wc;
+    if (wait_wc(c, &wc, "the receive of SEND_WITH_INV", 120)) return 1;
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
+        !(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)) ||
+        wc.invalidated_rkey != rkey || wc.byte_len != 8) {
+        fprintf(stderr, "rdma_check: SEND_WITH_INV received with %s, opcode %d, flags 0x%x, rkey 0x%x (want 0x%x)\n",
+                ibv_wc_status_str(wc.status), wc.opcode, wc.wc_flags, wc.invalidated_rkey, rkey);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *devname = NULL, *server = NULL;
-    int gid_index = 0, port = 18600, iters = 10, opt;
+    int gid_index = 0, port = 18600, iters = 10, window = 0, opt;
     size_t size = 65536;
     enum ibv_mtu mtu = IBV_MTU_1024;
-    while ((opt = getopt(argc, argv, "d:g:p:m:s:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "d:g:p:m:s:n:w:")) != -1) {
         switch (opt) {
             case 'd': devname = optarg; break;
             case 'g': gid_index = atoi(optarg); break;
@@ -216,11 +319,13 @@ int main(int argc, char **argv) {
             case 'm': mtu = atoi(optarg) == 4096 ? IBV_MTU_4096 : atoi(optarg) == 2048 ? IBV_MTU_2048 : IBV_MTU_1024; break;
             case 's': size = strtoul(optarg, NULL, 0); break;
             case 'n': iters = atoi(optarg); break;
+            case 'w': window = atoi(optarg); break;
             default: fprintf(stderr, "usage: rdma_check -d DEV -g GID -p PORT [-m MTU] [-s SIZE] [-n N] [SERVER]\n"); return 2;
         }
     }
     if (optind < argc) server = argv[optind];
-    if (size == 0 || size > (1u << 24) || iters < 1) return 2;
+    if (size == 0 || size > (1u << 24) || iters < 1 || window < 0 || window > 3) return 2;
+    const int mw_type = window == 1 ? 1 : 2; /* -w 3: type 2, invalidated locally */
 
     struct ibv_device **list = ibv_get_device_list(NULL);
     struct ibv_device *dev = NULL;
@@ -238,7 +343,7 @@ int main(int argc, char **argv) {
     memset(c.buf, 0, c.total);
     if (!(c.mr = ibv_reg_mr(c.pd, c.buf, c.total,
                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                IBV_ACCESS_REMOTE_ATOMIC)))
+                                IBV_ACCESS_REMOTE_ATOMIC | (window ? IBV_ACCESS_MW_BIND : 0))))
         return die("ibv_reg_mr");
     struct ibv_qp_init_attr qa = {.send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_RC,
                                   .cap = {.max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
@@ -254,16 +359,70 @@ int main(int argc, char **argv) {
     if (fd < 0) return die("the TCP exchange");
     if (connect_qp(&c, gid_index, mtu, &mine, &theirs)) return 1;
 
+    struct ibv_mw *mw = NULL;
+    uint32_t mw_rkey = 0;
+    if (window && !server) {
+        if (!(mw = ibv_alloc_mw(c.pd, mw_type == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))) return die("ibv_alloc_mw");
+        if (window == 2) { /* the receive SEND_WITH_INV will land in */
+            struct ibv_sge sge = {.addr = (uintptr_t)(c.buf + c.back), .length = 8, .lkey = c.mr->lkey};
+            struct ibv_recv_wr rwr = {.wr_id = 74, .sg_list = &sge, .num_sge = 1}, *rbad;
+            if (ibv_post_recv(c.qp, &rwr, &rbad)) return die("ibv_post_recv");
+        }
+        if (bind_window(&c, mw, mw_type, c.words + 16, &mw_rkey)) return 1;
+        if (write(fd, &mw_rkey, 4) != 4) return die("sending the window's rkey");
+    } else if (window) {
+        if (recv(fd, &mw_rkey, 4, MSG_WAITALL) != 4) return die("receiving the window's rkey");
+        theirs.rkey = mw_rkey;
+    }
+
     char verdict = 'x';
     int rc;
     if (server) {
         rc = client(&c, &theirs, iters);
+        if (!rc && window == 2) rc = send_invalidate(&c, mw_rkey) || read_must_fail(&c, &theirs);
+        if (!rc && window != 2) { /* the server unbinds or invalidates, then the window must be dead */
+            char ask = 'u', ack = 0;
+            if (write(fd, &ask, 1) != 1 || recv(fd, &ack, 1, MSG_WAITALL) != 1) return die("the unbind exchange");
+            rc = ack != 'U' || read_must_fail(&c, &theirs);
+        }
         char done = rc ? 'f' : 'd';
         if (write(fd, &done, 1) != 1 || recv(fd, &verdict, 1, MSG_WAITALL) != 1) return die("the final TCP exchange");
         if (!rc && verdict != 'y') fprintf(stderr, "rdma_check: the server found its memory wrong\n");
         rc = rc || verdict != 'y';
     } else {
         char done = 0;
+        if (window == 2 && check_invalidated(&c, mw_rkey)) return 1;
+        if (window == 3) { /* IBV_WR_LOCAL_INV of the type 2 window's rkey */
+            char ask = 0, ack = 'U';
+            if (recv(fd, &ask, 1, MSG_WAITALL) != 1 || ask != 'u') return die("waiting for the unbind request");
+            struct ibv_send_wr inv = {.wr_id = 76, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED}, *bad;
+            inv.invalidate_rkey = mw_rkey;
+            struct ibv_wc wc;
+            if (ibv_post_send(c.qp, &inv, &bad)) return die("IBV_WR_LOCAL_INV");
+            if (wait_wc(&c, &wc, "LOCAL_INV", 20)) return 1;
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_LOCAL_INV) {
+                fprintf(stderr, "rdma_check: LOCAL_INV completed with %s, opcode %d\n", ibv_wc_status_str(wc.status),
+                        wc.opcode);
+                return 1;
+            }
+            if (write(fd, &ack, 1) != 1) return die("the unbind exchange");
+        }
+        if (window == 1) {
+            char ask = 0, ack = 'U';
+            if (recv(fd, &ask, 1, MSG_WAITALL) != 1 || ask != 'u') return die("waiting for the unbind request");
+            /* Length 0 unbinds. The region is named all the same: rdma-core 44's rxe provider
+               reads bind_info.mr->lkey even for a zero-length bind (NULL crashes there). */
+            struct ibv_mw_bind unbind = {.wr_id = 75, .send_flags = IBV_SEND_SIGNALED,
+                                         .bind_info = {.mr = c.mr, .addr = (uintptr_t)c.buf, .length = 0}};
+            struct ibv_wc wc;
+            if (ibv_bind_mw(c.qp, mw, &unbind)) return die("the zero-length ibv_bind_mw");
+            if (wait_wc(&c, &wc, "the unbind", 20)) return 1;
+            if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_BIND_MW) {
+                fprintf(stderr, "rdma_check: unbind completed with %s\n", ibv_wc_status_str(wc.status));
+                return 1;
+            }
+            if (write(fd, &ack, 1) != 1) return die("the unbind exchange");
+        }
         if (recv(fd, &done, 1, MSG_WAITALL) != 1) return die("waiting for the client");
         rc = done != 'd' || server_check(&c, iters);
         verdict = rc ? 'n' : 'y';
@@ -271,8 +430,12 @@ int main(int argc, char **argv) {
     }
     close(fd);
     if (!rc)
-        printf("rdma_check: %d iterations of WRITE+READ %zu B, FETCH_AND_ADD, CMP_AND_SWAP: data ok\n", iters, size);
+        printf("rdma_check: %d iterations of WRITE+READ %zu B, FETCH_AND_ADD, CMP_AND_SWAP%s: data ok\n", iters, size,
+               window == 1 ? " through a type 1 window, unbound, then refused"
+               : window == 2 ? " through a type 2 window, SEND_WITH_INV, then refused"
+               : window == 3 ? " through a type 2 window, LOCAL_INV, then refused" : "");
     ibv_destroy_qp(c.qp);
+    if (mw && ibv_dealloc_mw(mw)) return die("ibv_dealloc_mw"); /* before the region it was bound to */
     ibv_dereg_mr(c.mr);
     ibv_destroy_cq(c.cq);
     ibv_dealloc_pd(c.pd);

@@ -5,7 +5,8 @@ One qemu VM (Debian's kernel with rdma_rxe, busybox initramfs built from Debian 
 vm/build-initramfs.sh) and one rnicd share a bridge in a private namespace (interop_bed.py).
 Each scenario runs an unmodified rdma-core / perftest program on both sides, once with the VM
 as the server and once as the client; the pingpongs validate the data (-c), rdma_check.c (ours)
-validates RDMA WRITE, READ and both atomics. Phases, in order:
+validates RDMA WRITE, READ and both atomics (directly and through memory windows of both types).
+Phases, in order:
   jumbo   link MTU 9000 (both ports active MTU 4096): the pingpongs at path MTU 1024 and 4096,
           1 B to 64 KiB; perftest send/write/read/atomic bandwidth and write/read latency
   ipv6    the same link, RoCEv2 over IPv6 between the link-local GIDs (ours 1, rxe's 0)
@@ -76,6 +77,13 @@ def scenarios():
     for mtu, size in ((1024, 65536), (4096, 65536), (1024, 4097), (4096, 1)):
         out.append(Scenario("jumbo", f"rdma_check -m {mtu} -s {size}", "rdma_check",
                             ["-m", str(mtu), "-s", str(size), *n], RDMA_CHECK_OK))
+    # The same through memory windows (rdma_check -w): type 1 bound by ibv_bind_mw and unbound by a
+    # zero-length bind, type 2 bound by IBV_WR_BIND_MW and invalidated by the client's
+    # SEND_WITH_INV (-w 3: type 2 invalidated by the server's LOCAL_INV); a READ through the dead
+    # window must fail with a remote access error.
+    for window in (1, 2, 3):
+        out.append(Scenario("jumbo", f"rdma_check -w {window} -m 1024 -s 4097 (memory window)", "rdma_check",
+                            ["-w", str(window), "-m", "1024", "-s", "4097", *n], RDMA_CHECK_OK))
     f = ["-F"]
     out += [
         Scenario("jumbo", "ib_send_bw -s 65536", "ib_send_bw", [*f, "-s", "65536", "-n", "50"], PERFTEST_OK, 60),

@@ -184,6 +184,18 @@ def functional():
               caches.get("mtt_cache_hits", 0) + caches.get("mtt_cache_misses", 0) > 0,
               f"{dev} cache: key and page translations counted")
 
+    # ---- cc: DCQCN's knobs by their mlx5 names, NVIDIA's defaults; its counters in stat ----
+    cc = ctl_json("-d", "rnic0", "cc")
+    check(cc.get("rp_ai_rate") == 5 and cc.get("rp_time_reset") == 300 and cc.get("np_min_time_between_cnps") == 4
+          and cc.get("ecn_ect") == 2 and cc.get("port_rate_mbps") == 10000,
+          f"rnicctl cc: the DCQCN defaults ({cc})")
+    text = dict(l.split() for l in ctl("-d", "rnic0", "cc").stdout.splitlines()[1:])
+    check({k: int(v) for k, v in text.items()} == cc, "rnicctl cc: text and --json agree")
+    counters = ctl_json("-d", "rnic0", "stat")
+    check(all(k in counters for k in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
+                                      "rp_cnp_ignored")) and counters["np_cnp_sent"] == 0,
+          "rnicctl stat: the congestion counters, no CNP without marking")
+
     # ---- session, and a killed client's objects reclaimed ----
     out = ctl("-d", "rnic0", "session").stdout.splitlines()
     # rnicctl's own session is one of the two.

@@ -28,6 +28,7 @@ void usage(std::FILE* out) {
         "  qp               one line per QP (like `rdma resource show qp`)\n"
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
+        "  cc               congestion control: DCQCN and ECN settings (docs/congestion.md)\n"
         "  session          objects the device holds, then each client session and its objects\n"
         "  cm               one line per rdma_cm id: port space, QP type, rdma_cm and IB CM\n"
         "                   states, addresses, communication ids, QPNs\n"
@@ -119,6 +120,13 @@ int open_daemon(const Options& o, const std::string& device, Daemon& d, bool nee
     return need_stats ? ask_stats(device, d, rnic::host::abi::kStatsDevice, 0, d.stats) : 0;
 }
 
+// A QP's DCQCN state on its `rnicctl qp` line, only while a CNP holds its rate down.
+std::string cc_columns(const json& cc) {
+    if (!cc.value("limited", false)) return {};
+    return " rate-mbps " + field(cc, "rate_mbps") + " target-mbps " + field(cc, "target_mbps") + " alpha " +
+           field(cc, "alpha");
+}
+
 void print_dev(const json& dev) {
     std::cout << field(dev, "name") << ": port 1 state " << field(dev, "port_state") << " active_mtu "
               << field(dev, "active_mtu") << " max_mtu " << field(dev, "max_mtu") << " mac " << field(dev, "mac")
@@ -177,7 +185,7 @@ int run(const Options& o) {
         }
         return 0;
     }
-    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "session" || cmd == "user" ||
+    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "cc" || cmd == "session" || cmd == "user" ||
                         cmd == "log-level" || cmd == "cm")
                            ? args == 0
                            : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
@@ -209,7 +217,8 @@ int run(const Options& o) {
             std::cout << "link " << link << " lqpn " << field(q, "qpn") << " type " << field(q, "type") << " state "
                       << field(q, "state") << " sq-psn " << field(q, "sq_psn") << " sq-una-psn "
                       << field(q, "sq_una_psn") << " rq-psn " << field(q, "rq_psn") << " rqpn " << field(q, "dest_qpn")
-                      << " path-mtu " << field(q, "path_mtu") << " pid " << field(q, "pid") << '\n';
+                      << " path-mtu " << field(q, "path_mtu") << " pid " << field(q, "pid")
+                      << cc_columns(q.value("cc", json::object())) << '\n';
     } else if (cmd == "cm") {
         json ids;
         if (const int r = paged_list(device, d, rnic::host::abi::kStatsCmIds, "cm_ids", "next_cm_id", 0, true, ids);
@@ -241,6 +250,11 @@ int run(const Options& o) {
             std::fprintf(stderr, "rnicctl: no QP %ld on %s\n", qpn, device.c_str());
             return kExitFailure;
         }
+    } else if (cmd == "cc") {
+        const json congestion = s.value("congestion", json::object());
+        if (o.json_out) return std::cout << congestion.dump(2) << '\n', 0;
+        std::cout << "link " << link << '\n';
+        print_pairs(congestion, "    ");
     } else if (cmd == "cache") {
         const json caches = s.value("caches", json::object());
         if (o.json_out) return std::cout << caches.dump(2) << '\n', 0;

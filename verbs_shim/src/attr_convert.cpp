@@ -32,6 +32,7 @@ void to_ibv(const abi::DeviceAttr& in, ibv_device_attr& out) {
     out.max_cq = static_cast<int>(in.max_cq);
     out.max_cqe = static_cast<int>(in.max_cqe);
     out.max_mr = static_cast<int>(in.max_mr);
+    out.max_mw = static_cast<int>(in.max_mw);
     out.max_pd = static_cast<int>(in.max_pd);
     out.max_qp_rd_atom = static_cast<int>(in.max_qp_rd_atom);
     out.max_ee_rd_atom = 0;

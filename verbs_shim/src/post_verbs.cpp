@@ -42,6 +42,16 @@ void to_client(const ibv_send_wr& in, client::SendWr& out, bool ud) {
             out.compare_add = in.wr.atomic.compare_add;
             out.swap = in.wr.atomic.swap;
             break;
+        case IBV_WR_BIND_MW:
+            // A missing window or region is passed on as key 0: the daemon then fails the bind
+            // (IBV_WC_MW_BIND_ERR) instead of this library dereferencing NULL.
+            out.rkey = in.bind_mw.rkey;
+            out.bind_mw_rkey = in.bind_mw.mw != nullptr ? in.bind_mw.mw->rkey : 0;
+            out.bind_mr_lkey = in.bind_mw.bind_info.mr != nullptr ? in.bind_mw.bind_info.mr->lkey : 0;
+            out.remote_addr = in.bind_mw.bind_info.addr;
+            out.bind_length = in.bind_mw.bind_info.length;
+            out.bind_access = in.bind_mw.bind_info.mw_access_flags;
+            break;
         default:
             break;
     }
@@ -108,8 +118,8 @@ void install_context_ops(ibv_context_ops& ops) {
     ops.post_send = post_send;
     ops.post_recv = post_recv;
     ops.post_srq_recv = post_srq_recv;
-    // alloc_mw / bind_mw / dealloc_mw stay NULL: the inline ibv_alloc_mw answers EOPNOTSUPP
-    // (memory windows are not offered). The _compat_* slots are unused by today's libibverbs ABI.
+    install_mw_ops(ops);
+    // The _compat_* slots are unused by today's libibverbs ABI.
 }
 
 }  // namespace rnic::shim

@@ -53,6 +53,12 @@ struct Mr {
     client::Mr* impl = nullptr;
 };
 
+// ibv_mw.handle is the daemon's window handle; ibv_mw.rkey the key the application last bound
+// (ibv_bind_mw updates it, as rdma-core's rxe provider does).
+struct Mw {
+    ibv_mw mw{};
+};
+
 struct CompChannel {
     ibv_comp_channel channel{};
     client::CompChannel* impl = nullptr;
@@ -114,6 +120,9 @@ inline Pd* pd_of(ibv_pd* p) {
 }
 inline Mr* mr_of(ibv_mr* m) {
     return reinterpret_cast<Mr*>(m);
+}
+inline Mw* mw_of(ibv_mw* m) {
+    return reinterpret_cast<Mw*>(m);
 }
 inline CompChannel* channel_of(ibv_comp_channel* c) {
     return reinterpret_cast<CompChannel*>(c);

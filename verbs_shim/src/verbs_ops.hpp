@@ -18,6 +18,8 @@ void install_context_ops(ibv_context_ops& ops);
 void install_extended_ops(verbs_context& vctx);
 void install_wr_ops(ibv_qp_ex& qpx);
 void install_cq_ex_ops(ibv_cq_ex& cq);
+// ibv_alloc_mw / ibv_bind_mw / ibv_dealloc_mw (mw_verbs.cpp), reached through ibv_context_ops.
+void install_mw_ops(ibv_context_ops& ops);
 
 // Data path (post_verbs.cpp, cq_verbs.cpp).
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);

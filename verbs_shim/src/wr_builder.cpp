@@ -85,11 +85,24 @@ void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
     if (auto* w = last(q)) w->imm_data = rkey;
 }
 
-// Memory windows, TSO, XRC and 8-byte atomic writes are not offered (create_qp_ex refuses
-// their send_ops_flags); reaching them anyway fails the batch.
-void wr_bind_mw(ibv_qp_ex* q, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-    unsupported(q);
+// Type 2 windows: `rkey` is the new key (ibv_inc_rkey of the window's); the application keeps
+// ibv_mw.rkey itself, as with rdma-core's rxe. A NULL window or region fails in the daemon.
+void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+    begin(q, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+    client::SendWr* w = last(q);
+    if (w == nullptr) return;
+    w->rkey = rkey;
+    w->bind_mw_rkey = mw != nullptr ? mw->rkey : 0;
+    if (info != nullptr) {
+        w->bind_mr_lkey = info->mr != nullptr ? info->mr->lkey : 0;
+        w->remote_addr = info->addr;
+        w->bind_length = info->length;
+        w->bind_access = info->mw_access_flags;
+    }
 }
+
+// TSO, XRC and 8-byte atomic writes are not offered (create_qp_ex refuses their send_ops_flags);
+// reaching them anyway fails the batch.
 void wr_send_tso(ibv_qp_ex* q, void*, uint16_t, uint16_t) {
     unsupported(q);
 }

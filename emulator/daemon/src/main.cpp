@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
             return mem::CacheConfig{.entries = c.entries, .ways = c.ways, .miss_cost_ns = opt.cache_miss_ns};
         };
         ec.caches = {.qpc = cache(opt.qpc_cache), .mpt = cache(opt.mpt_cache), .mtt = cache(opt.mtt_cache)};
+        ec.congestion = opt.congestion;
+        ec.port_rate_mbps = opt.port_rate_mbps;
         d.engine = std::make_unique<transport::Engine>(ec);
         d.dp = std::make_unique<daemon::Datapath>(*d.io, *d.engine, d.self, d.capture.get(), realtime_offset,
                                                   monotonic_ns);

@@ -49,6 +49,9 @@ const char* usage() {
            "  --cm-keepalive IDLE/PROBE/N  peers with connections that send no MAD for IDLE ms are\n"
            "                    probed every PROBE ms; N unanswered probes end their connections\n"
            "                    (DISCONNECTED, -ETIMEDOUT). Default 5000/2000/4; 0: never, as Linux\n"
+           "  --cc NAME=VALUE   a congestion-control knob, named as mlx5 names it (rp_ai_rate,\n"
+           "                    np_min_time_between_cnps, ecn_ect ...: docs/congestion.md); repeatable\n"
+           "  --port-rate MBPS  the port's rate for DCQCN: recovery's ceiling (default 10000)\n"
            "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
            "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
            "                    mbuf pool holds them all, two bursts and the cache\n"
@@ -190,7 +193,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
             a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
-            a == "--cm-keepalive";
+            a == "--cm-keepalive" || a == "--cc" || a == "--port-rate";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -261,6 +264,12 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             if (!parse_keepalive(v, o.cm_keepalive))
                 return U{"--cm-keepalive wants IDLE_MS/PROBE_MS/PROBES (10..3600000 ms, 1..100 probes) or 0, got '" +
                          v + "'"};
+        } else if (a == "--cc") {
+            if (auto error = cc::set_param_assignment(o.congestion, v)) return U{"--cc: " + *error};
+        } else if (a == "--port-rate") {
+            uint64_t n = 0;
+            if (!parse_u64(v, n) || n < 1 || n > 1'000'000) return U{"--port-rate wants 1..1000000 Mb/s, got '" + v + "'"};
+            o.port_rate_mbps = static_cast<uint32_t>(n);
         } else if (a == "--cache-miss-ns") {
             if (!parse_u64(v, o.cache_miss_ns) || o.cache_miss_ns > 1'000'000)
                 return U{"--cache-miss-ns wants 0..1000000, got '" + v + "'"};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/host/server/user_limits.hpp"
 #include "rnic/port/host_address.hpp"
 #include "rnic/wire/expected.hpp"
@@ -62,6 +63,10 @@ struct KeepaliveOption {
 struct Options {
     std::vector<PortOptions> ports;  // at least one after a successful parse
     KeepaliveOption cm_keepalive;
+    // DCQCN and ECN (docs/congestion.md): every port's knobs, --cc NAME=VALUE, and the port rate
+    // that is recovery's ceiling and the pacer's reference.
+    cc::DcqcnParams congestion;
+    uint32_t port_rate_mbps = 10'000;
     CacheOption qpc_cache = kDefaultQpcCache;
     CacheOption mpt_cache = kDefaultMptCache;
     CacheOption mtt_cache = kDefaultMttCache;

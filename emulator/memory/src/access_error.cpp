@@ -18,6 +18,8 @@ std::string_view access_error_name(AccessError error) noexcept {
             return "misaligned";
         case AccessError::Fault:
             return "fault";
+        case AccessError::QpMismatch:
+            return "qp_mismatch";
     }
     return "unknown";
 }

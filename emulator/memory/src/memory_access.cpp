@@ -50,8 +50,16 @@ void place(uint8_t* dst, const uint8_t* src, uint64_t bytes, bool end_of_access)
 
 }  // namespace
 
-AccessError MemoryTable::lookup(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
-                                const MptEntry*& entry) {
+AccessError MemoryTable::lookup(uint32_t key, uint32_t pd, uint64_t& va, uint64_t length, AccessFlags required,
+                                bool remote, uint32_t qpn, const MptEntry*& entry) {
+    if (is_window_key(key)) {
+        // A window is only ever an rkey (rxe looks local keys up among regions only).
+        if (!remote) {
+            charge(mpt_cache_, key_index(key));
+            return AccessError::InvalidKey;
+        }
+        return lookup_window(key, pd, va, length, required, qpn, entry);
+    }
     // The NIC fetches the MPT entry whatever the outcome, so even a bad key costs a lookup.
     charge(mpt_cache_, key_index(key));
     const MptEntry* e = mpt_.find(key);
@@ -66,6 +74,36 @@ AccessError MemoryTable::lookup(uint32_t key, uint32_t pd, uint64_t va, uint64_t
     return AccessError::None;
 }
 
+// The window's entry, then the region it is bound to: two MPT reads, as on an RNIC whose window
+// entries point at their region's.
+AccessError MemoryTable::lookup_window(uint32_t key, uint32_t pd, uint64_t& va, uint64_t length,
+                                       AccessFlags required, uint32_t qpn, const MptEntry*& entry) {
+    charge(mpt_cache_, key_index(key));
+    const MptEntry* w = mw_mpt_.find(key);
+    // A stale key byte, an unbound window (type 1 after a zero-length bind, type 2 free or
+    // invalidated) or a deallocated one: no window matches (rxe_lookup_mw).
+    if (w == nullptr || !w->bound() || w->length == 0) return AccessError::InvalidKey;
+    if (w->pd != pd) return AccessError::PdMismatch;
+    // IBA 10.6.7.2.2 / rxe: a type 2 window is usable only by the QP it was bound through.
+    if (w->kind == MptKind::MwType2 && w->mw_qpn != qpn) return AccessError::QpMismatch;
+    if ((w->access & required) != required) return AccessError::AccessDenied;
+    // The window's own range: a window grants [addr, addr + length) and no more. (rxe 6.1 checks
+    // only the region's range here, so there an access outside the window but inside the region
+    // passes; docs/transport.md.) A zero-based window is addressed from 0.
+    if ((w->access & kAccessZeroBased) != 0) {
+        if (va >= w->length || length > w->length - va) return AccessError::OutOfBounds;
+        va += w->iova;
+    } else if (!in_bounds(*w, va, length)) {
+        return AccessError::OutOfBounds;
+    }
+    charge(mpt_cache_, w->mw_region);
+    const MptEntry& mr = mpt_.entry(w->mw_region);
+    if (mr.state != MrState::Valid) return AccessError::InvalidKey;
+    if (!in_bounds(mr, va, length)) return AccessError::OutOfBounds;
+    entry = &mr;
+    return AccessError::None;
+}
+
 AccessError MemoryTable::count(AccessError error, bool remote) noexcept {
     if (error != AccessError::None) {
         auto& errors = remote ? counters_.remote_access_errors : counters_.local_access_errors;
@@ -75,12 +113,12 @@ AccessError MemoryTable::count(AccessError error, bool remote) noexcept {
 }
 
 AccessError MemoryTable::check_access(uint32_t key, uint32_t pd, uint64_t va, uint64_t length, AccessFlags required,
-                                      bool remote) {
+                                      bool remote, uint32_t qpn) {
     // IBA C9-88: a zero-length RDMA READ/WRITE need not carry a valid R_Key or VA, so the
     // key is not looked at; the same holds for zero-length SGEs (rxe copy_data).
     if (length == 0) return AccessError::None;
     const MptEntry* e = nullptr;
-    return count(lookup(key, pd, va, length, required, e), remote);
+    return count(lookup(key, pd, va, length, required, remote, qpn, e), remote);
 }
 
 uintptr_t MemoryTable::translate(const MptEntry& e, uint64_t va) noexcept {
@@ -104,10 +142,12 @@ void MemoryTable::for_each_page(const MptEntry& e, uint64_t va, uint64_t length,
     }
 }
 
-AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::span<const uint8_t> src, bool remote) {
+AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::span<const uint8_t> src, bool remote,
+                                 uint32_t qpn) {
     if (src.empty()) return AccessError::None;  // C9-88, see check_access
     const MptEntry* e = nullptr;
-    if (const AccessError err = lookup(key, pd, va, src.size(), write_right(remote), e); err != AccessError::None) {
+    if (const AccessError err = lookup(key, pd, va, src.size(), write_right(remote), remote, qpn, e);
+        err != AccessError::None) {
         return count(err, remote);
     }
     auto copy = [&] {
@@ -119,10 +159,12 @@ AccessError MemoryTable::copy_in(uint32_t key, uint32_t pd, uint64_t va, std::sp
     return guarded(copy) ? AccessError::None : count(AccessError::Fault, remote);
 }
 
-AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote) {
+AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::span<uint8_t> dst, bool remote,
+                                  uint32_t qpn) {
     if (dst.empty()) return AccessError::None;  // C9-88, see check_access
     const MptEntry* e = nullptr;
-    if (const AccessError err = lookup(key, pd, va, dst.size(), read_right(remote), e); err != AccessError::None) {
+    if (const AccessError err = lookup(key, pd, va, dst.size(), read_right(remote), remote, qpn, e);
+        err != AccessError::None) {
         return count(err, remote);
     }
     auto copy = [&] {
@@ -134,13 +176,13 @@ AccessError MemoryTable::copy_out(uint32_t key, uint32_t pd, uint64_t va, std::s
 }
 
 template <class Op>
-AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op) {
+AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, uint32_t qpn, Op op) {
     constexpr bool kRemote = true;
     // IBA: an atomic's VA must be naturally aligned (8 bytes); a misaligned request is an
     // invalid request, whatever the key says.
     if ((va & 7u) != 0) return {count(AccessError::Misaligned, kRemote), 0};
     const MptEntry* e = nullptr;
-    if (const AccessError err = lookup(rkey, pd, va, sizeof(uint64_t), kAccessRemoteAtomic, e);
+    if (const AccessError err = lookup(rkey, pd, va, sizeof(uint64_t), kAccessRemoteAtomic, kRemote, qpn, e);
         err != AccessError::None) {
         return {count(err, kRemote), 0};
     }
@@ -156,8 +198,9 @@ AtomicResult MemoryTable::atomic(uint32_t rkey, uint32_t pd, uint64_t va, Op op)
     return {AccessError::None, original};
 }
 
-AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap) {
-    return atomic(rkey, pd, va, [compare, swap](std::atomic_ref<uint64_t>& word) {
+AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t compare, uint64_t swap,
+                                           uint32_t qpn) {
+    return atomic(rkey, pd, va, qpn, [compare, swap](std::atomic_ref<uint64_t>& word) {
         uint64_t seen = compare;
         // On failure `seen` receives the current value; on success it already equals it.
         word.compare_exchange_strong(seen, swap);
@@ -165,9 +208,9 @@ AtomicResult MemoryTable::compare_and_swap(uint32_t rkey, uint32_t pd, uint64_t 
     });
 }
 
-AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add) {
+AtomicResult MemoryTable::fetch_and_add(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t add, uint32_t qpn) {
     // Unsigned: the sum wraps modulo 2^64, as the IBA's Fetch and Add does.
-    return atomic(rkey, pd, va, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
+    return atomic(rkey, pd, va, qpn, [add](std::atomic_ref<uint64_t>& word) { return word.fetch_add(add); });
 }
 
 }  // namespace rnic::mem

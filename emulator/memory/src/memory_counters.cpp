@@ -14,6 +14,7 @@ constexpr std::array<std::string_view, kAccessErrorKinds> kLocalErrorNames = {
     "local_access_out_of_bounds",
     "local_access_misaligned",
     "local_access_fault",
+    "local_access_qp_mismatch",
 };
 constexpr std::array<std::string_view, kAccessErrorKinds> kRemoteErrorNames = {
     "",
@@ -23,6 +24,7 @@ constexpr std::array<std::string_view, kAccessErrorKinds> kRemoteErrorNames = {
     "remote_access_out_of_bounds",
     "remote_access_misaligned",
     "remote_access_fault",
+    "remote_access_qp_mismatch",
 };
 
 }  // namespace
@@ -35,6 +37,11 @@ CounterList MemoryTable::counters() const {
         {"mr_reg_errors", counters_.mr_reg_errors},
         {"mr_deregistrations", counters_.mr_deregistrations},
         {"mr_invalidations", counters_.mr_invalidations},
+        {"mw_in_use", mw_mpt_.in_use()},
+        {"mw_allocations", counters_.mw_allocations},
+        {"mw_binds", counters_.mw_binds},
+        {"mw_bind_errors", counters_.mw_bind_errors},
+        {"mw_invalidations", counters_.mw_invalidations},
         {"mpt_cache_hits", mpt_cache_.hits()},
         {"mpt_cache_misses", mpt_cache_.misses()},
         {"mpt_cache_evictions", mpt_cache_.evictions()},

@@ -22,6 +22,9 @@ const MemoryConfig& validated(const MemoryConfig& config) {
     if (config.max_mrs == 0 || config.max_mrs > kMaxMptIndex) {
         throw std::invalid_argument("max_mrs must be in [1, 2^24 - 1]");
     }
+    if (config.max_mws > kMaxMptIndex - config.max_mrs) {
+        throw std::invalid_argument("max_mrs + max_mws must be at most 2^24 - 1");
+    }
     if (config.max_mr_size == 0 || config.max_mr_size > kMaxMrSizeLimit) {
         throw std::invalid_argument("max_mr_size must be in [1, 2^63]");
     }
@@ -33,6 +36,7 @@ const MemoryConfig& validated(const MemoryConfig& config) {
 MemoryTable::MemoryTable(const MemoryConfig& config)
     : config_(validated(config)),
       mpt_(config.max_mrs),
+      mw_mpt_(config.max_mws, config.max_mrs + 1),
       mtt_(config.max_mtt_entries),
       mpt_cache_(config.mpt_cache),
       mtt_cache_(config.mtt_cache) {
@@ -109,6 +113,7 @@ RegResult MemoryTable::register_region(uint32_t pd, uintptr_t host_address, uint
 int MemoryTable::deregister_mr(uint32_t key) {
     const MptEntry* e = mpt_.find(key);
     if (e == nullptr) return EINVAL;
+    if (e->bound_windows != 0) return EINVAL;  // IBA 10.6.7.2.6; rxe_dereg_mr says EINVAL
     // The cached copies describe a region that no longer exists; a later region reusing the
     // index or the MTT entries must miss, as after a hardware SYNC_TPT.
     mpt_cache_.invalidate(key_index(key));
@@ -122,12 +127,15 @@ int MemoryTable::deregister_mr(uint32_t key) {
 }
 
 AccessError MemoryTable::invalidate(uint32_t key, uint32_t pd) {
+    if (is_window_key(key)) return invalidate_window(key, pd);
     charge(mpt_cache_, key_index(key));
     MptEntry* e = mpt_.find(key);
     if (e == nullptr) return AccessError::InvalidKey;
     // The invalidating QP must belong to the region's protection domain, or a peer could
     // revoke another domain's memory.
     if (e->pd != pd) return AccessError::PdMismatch;
+    // Windows bound to a region keep it valid until they go (rxe_invalidate_mr).
+    if (e->bound_windows != 0) return AccessError::AccessDenied;
     if (e->state == MrState::Valid) ++counters_.mr_invalidations;
     e->state = MrState::Invalid;
     return AccessError::None;

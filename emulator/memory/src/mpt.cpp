@@ -14,7 +14,7 @@ std::string_view mr_state_name(MrState state) noexcept {
     return "unknown";
 }
 
-Mpt::Mpt(uint32_t max_entries) : max_entries_(max_entries), entries_(1) {}
+Mpt::Mpt(uint32_t max_entries, uint32_t first_index) : max_entries_(max_entries), first_(first_index), entries_(1) {}
 
 std::optional<uint32_t> Mpt::allocate() {
     uint32_t index = 0;
@@ -32,10 +32,11 @@ std::optional<uint32_t> Mpt::allocate() {
     e = MptEntry{};
     e.variant = variant;
     ++in_use_;
-    return index;
+    return first_ + index - 1;
 }
 
 void Mpt::release(uint32_t index) {
+    index = slot(index);
     MptEntry& e = entries_[index];
     const uint8_t variant = e.variant;  // kept, so the next allocation moves past it
     e = MptEntry{};
@@ -46,8 +47,8 @@ void Mpt::release(uint32_t index) {
 
 const MptEntry* Mpt::find(uint32_t key) const noexcept {
     const uint32_t index = key_index(key);
-    if (index == 0 || index >= entries_.size()) return nullptr;
-    const MptEntry& e = entries_[index];
+    if (index < first_ || slot(index) >= entries_.size()) return nullptr;
+    const MptEntry& e = entries_[slot(index)];
     if (e.state == MrState::Free || e.variant != key_variant(key)) return nullptr;
     return &e;
 }

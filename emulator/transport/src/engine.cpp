@@ -114,6 +114,27 @@ int Engine::dereg_mr(uint32_t lkey) noexcept try {
     return ENOMEM;
 }
 
+Result<MwInfo> Engine::alloc_mw(uint32_t pd, uint32_t mw_type) noexcept try {
+    ProtectionDomain* p = core_->pds.find(pd);
+    if (!p) return wire::Unexpected{EINVAL};
+    const mem::MwAllocResult r = core_->memory->alloc_mw(pd, mw_type);
+    if (!r.ok()) return wire::Unexpected{r.error};
+    ++p->users;
+    return MwInfo{r.index, r.rkey};
+} catch (const std::bad_alloc&) {
+    return wire::Unexpected{ENOMEM};
+}
+
+int Engine::dealloc_mw(uint32_t handle) noexcept {
+    const mem::MptEntry* w = core_->memory->window(handle);
+    if (!w) return EINVAL;
+    const uint32_t pd = w->pd;
+    const int rc = core_->memory->dealloc_mw(handle);
+    if (rc == 0)
+        if (ProtectionDomain* p = core_->pds.find(pd)) --p->users;
+    return rc;
+}
+
 Result<uint32_t> Engine::create_cq(uint32_t cqe) noexcept try {
     if (cqe == 0 || cqe > core_->config.limits.max_cqe) return wire::Unexpected{EINVAL};
     const uint32_t h = core_->cqs.insert(std::make_unique<CompletionQueue>(cqe));
@@ -226,6 +247,8 @@ Result<QpInfo> Engine::create_qp(const QpInitAttr& a) noexcept try {
     raw->comp.retransmit.owner = raw->comp.rnr.owner = qpn;
     raw->comp.retransmit.kind = static_cast<uint8_t>(TimerKind::Retransmit);
     raw->comp.rnr.kind = static_cast<uint8_t>(TimerKind::Rnr);
+    raw->cc.emplace(c.config.congestion, c.config.port_rate_mbps);
+    c.init_congestion_timers(*raw);
     ++pd->users;
     ++send_cq->users;
     ++recv_cq->users;
@@ -332,7 +355,9 @@ int Engine::destroy_qp(uint32_t qpn) noexcept try {
     if (qp->resp.recv.active && qp->resp.recv.from_srq) c.give_back_recv(*qp);
     c.cancel(qp->comp.retransmit);
     c.cancel(qp->comp.rnr);
+    c.cancel_congestion_timers(*qp);
     c.release_qp_references(*qp);
+    c.memory->forget_qp(qpn);  // its type 2 windows stay bound, to nobody (as in rxe)
     // Its place on the ready list (if any) is skipped: transmit() finds no QP by that number.
     c.qps.remove(qpn);
     return 0;
@@ -478,7 +503,32 @@ std::vector<std::pair<std::string_view, uint64_t>> Engine::cache_counters() cons
 }
 
 bool Engine::has_pending_work() const noexcept {
-    return !core_->ready.empty();
+    return !core_->ready.empty() || !core_->pending_cnps.empty();
+}
+
+std::optional<std::string> Engine::set_congestion_param(std::string_view name, uint64_t value) noexcept try {
+    return cc::set_param(core_->config.congestion, name, value);
+} catch (const std::bad_alloc&) {
+    return std::string("out of memory");
+}
+
+const cc::DcqcnParams& Engine::congestion_params() const noexcept {
+    return core_->config.congestion;
+}
+
+std::optional<QpCongestionInfo> Engine::qp_congestion(uint32_t qpn) const noexcept {
+    const QueuePair* qp = core_->find_qp(qpn);
+    if (!qp || !qp->cc) return std::nullopt;
+    const cc::ReactionPoint& rp = qp->cc->rp;
+    QpCongestionInfo info;
+    info.limited = rp.limited();
+    info.rate_kbps = rp.current_rate_kbps();
+    info.target_kbps = rp.target_rate_kbps();
+    info.alpha = rp.alpha();
+    info.cnps = rp.stats().cnps;
+    info.cuts = rp.stats().cuts;
+    info.cnps_sent = qp->counters.cnps_sent;
+    return info;
 }
 uint64_t Engine::completion_seq() const noexcept {
     return core_->completion_seq;

@@ -10,6 +10,7 @@ namespace {
 mem::MemoryConfig memory_config(const EngineConfig& c) {
     mem::MemoryConfig m;
     m.max_mrs = c.limits.max_mr;
+    m.max_mws = c.limits.max_mw;
     m.max_mr_size = c.limits.max_mr_size;
     m.mpt_cache = c.caches.mpt;
     m.mtt_cache = c.caches.mtt;
@@ -32,8 +33,9 @@ EngineCore::EngineCore(EngineConfig c)
       srqs(config.limits.max_srq, 1, kHandleBits, kSrqTag),
       ahs(config.limits.max_ah, 1, kHandleBits, kAhTag),
       qps(config.limits.max_qp, config.first_qpn, kQpnBits, 0),
-      timers(2 * size_t{config.limits.max_qp}) {
+      timers(4 * size_t{config.limits.max_qp}) {
     ready.reserve(config.limits.max_qp);
+    pending_cnps.reserve(config.limits.max_qp);
     updated_cqs.reserve(config.limits.max_cq);
 }
 
@@ -49,6 +51,9 @@ void EngineCore::reset_qp(QueuePair& qp) {
     if (qp.resp.recv.active && qp.resp.recv.from_srq) give_back_recv(qp);
     cancel(qp.comp.retransmit);
     cancel(qp.comp.rnr);
+    cancel_congestion_timers(qp);
+    qp.cc.emplace(config.congestion, config.port_rate_mbps);
+    init_congestion_timers(qp);
     qp.sq.clear();
     qp.rq.clear();
     qp.req = RequesterState{};

@@ -17,6 +17,7 @@
 #include "rnic/common/ring_buffer.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/transport/engine.hpp"
+#include "rnic/wire/packet.hpp"
 #include "slot_table.hpp"
 #include "timer_queue.hpp"
 
@@ -72,6 +73,27 @@ public:
     void consume_recv(QueuePair& qp);
     // The message was dropped: the WQE serves the next one.
     void give_back_recv(QueuePair& qp);
+
+    // ---- congestion control (congestion_path.cpp, docs/congestion.md) ----
+    struct PendingCnp {
+        uint32_t qpn = 0;       // ours, which received the CE-marked frame
+        uint32_t dest_qpn = 0;  // the sender's QP, which the CNP slows down
+        wire::MacAddr dmac{};
+        wire::Gid dgid;
+        uint8_t sgid_index = 0;
+    };
+    // A frame of `qp` arrived CE-marked: the notification point may queue a CNP to its sender.
+    void on_ce_marked(QueuePair& qp, const wire::RoceFrame& frame);
+    // A CNP arrived: the reaction point of the QP it names cuts that QP's rate.
+    void on_cnp(const wire::RoceFrame& frame);
+    size_t emit_cnps(FrameSink& sink, size_t max_frames);
+    // True when a rate-limited QP may not send its next request yet (its pace timer is armed).
+    bool hold_for_pacing(QueuePair& qp);
+    void after_paced_send(QueuePair& qp, uint64_t frame_bytes);
+    void on_congestion_timer(QueuePair& qp, TimerKind kind);
+    void cancel_congestion_timers(QueuePair& qp) noexcept;
+    void init_congestion_timers(QueuePair& qp) noexcept;
+    RingBuffer<PendingCnp> pending_cnps;
 
     EngineConfig config;
     std::unique_ptr<mem::MemoryTable> memory;

@@ -11,6 +11,23 @@
 namespace rnic::transport {
 namespace {
 
+constexpr uint8_t kEcnCe = 3;
+
+// Counts the bytes of the frames a rate-limited QP sends, for its pacer and byte counter.
+class CountingSink final : public FrameSink {
+public:
+    explicit CountingSink(FrameSink& inner) noexcept : inner_(inner) {}
+    std::span<uint8_t> allocate(size_t length) override { return inner_.allocate(length); }
+    void commit(size_t length) override {
+        bytes += length;
+        inner_.commit(length);
+    }
+    uint64_t bytes = 0;
+
+private:
+    FrameSink& inner_;
+};
+
 bool transport_matches(wire::Transport t, QpType type) {
     switch (type) {
         case QpType::Rc:
@@ -88,7 +105,12 @@ RxResult Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) noexce
             r.verdict = RxVerdict::NotForUs;
             return r;
         }
-        if (f.info->kind == wire::OpKind::Cnp) return r;  // congestion control is not modelled yet
+        const bool ce_marked = f.ecn() == kEcnCe;
+        if (ce_marked) ++c.counters.np_ecn_marked_roce_packets;
+        if (f.info->kind == wire::OpKind::Cnp) {
+            c.on_cnp(f);
+            return r;
+        }
         QueuePair* qp = c.find_qp(f.bth.dest_qp);
         if (!qp) {
             ++c.counters.rx_unknown_qp;
@@ -117,6 +139,7 @@ RxResult Engine::receive(std::span<const uint8_t> frame, uint64_t now_ns) noexce
             r.verdict = RxVerdict::BadState;
             return r;
         }
+        if (ce_marked) c.on_ce_marked(*qp, f);
         const uint64_t access_errors = qp->counters.remote_access_errors;
         const uint64_t invalid_requests = qp->counters.remote_invalid_request_errors;
         if (f.info->is_request()) {
@@ -144,6 +167,8 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
     size_t total = 0;
     size_t turns = c.ready.size();
     try {
+        // CNPs first: they are the fabric's feedback, and a late one is a useless one.
+        if (!c.pending_cnps.empty() && c.now >= c.busy_until) total += c.emit_cnps(sink, max_frames);
         while (total < max_frames && turns-- > 0 && !c.ready.empty() && c.now >= c.busy_until) {
             const uint32_t qpn = c.ready.front();
             c.ready.pop_front();
@@ -152,7 +177,19 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
             qp->in_ready = false;
             const size_t budget = std::min<size_t>(c.config.tuning.tx_burst, max_frames - total);
             size_t n = c.responder.emit(*qp, sink, budget);
-            if (n < budget && !c.tx_full) n += c.requester.emit(*qp, sink, budget - n);
+            // A QP that DCQCN slowed down sends one request per turn, at its pacer's times.
+            const bool paced = qp->cc && qp->cc->rp.limited();
+            size_t paced_sent = 0;
+            if (n < budget && !c.tx_full) {
+                if (!paced) {
+                    n += c.requester.emit(*qp, sink, budget - n);
+                } else if (!c.hold_for_pacing(*qp)) {
+                    CountingSink counted(sink);
+                    paced_sent = c.requester.emit(*qp, counted, 1);
+                    if (paced_sent > 0) c.after_paced_send(*qp, counted.bytes);
+                    n += paced_sent;
+                }
+            }
             total += n;
             if (n > 0) {
                 c.charge(n * c.config.tuning.per_packet_cost_ns + c.memory->take_charged_ns());
@@ -166,6 +203,13 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
                     c.ready.push_front(qpn);
                 }
                 break;
+            }
+            if (paced && !c.responder.has_work(*qp)) {
+                // Requests left: back in line at once if the pacer allows, else its timer brings
+                // it. One that sent nothing without being held is blocked (window, fence): an ACK
+                // brings it back, as for any QP.
+                if (paced_sent > 0 && c.requester.has_work(*qp) && !c.hold_for_pacing(*qp)) c.mark_ready(*qp);
+                continue;
             }
             // Still has work and was not blocked: back in line for another turn.
             if (n == budget && more) c.mark_ready(*qp);
@@ -183,7 +227,7 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
 std::optional<uint64_t> Engine::next_deadline() const noexcept {
     const EngineCore& c = *core_;
     std::optional<uint64_t> t = c.timers.earliest();
-    if (!c.ready.empty()) {
+    if (!c.ready.empty() || !c.pending_cnps.empty()) {
         const uint64_t ready_at = std::max(c.now, c.busy_until);
         t = t ? std::min(*t, ready_at) : ready_at;
     }
@@ -197,10 +241,13 @@ void Engine::advance(uint64_t now_ns) noexcept {
         while (Timer* t = c.timers.pop_due(c.now)) {
             QueuePair* qp = c.find_qp(t->owner);
             if (!qp) continue;  // cannot happen: a QP cancels its timers when destroyed
-            if (static_cast<TimerKind>(t->kind) == TimerKind::Rnr)
+            const auto kind = static_cast<TimerKind>(t->kind);
+            if (kind == TimerKind::Rnr)
                 c.completer.on_rnr_timer(*qp);
-            else
+            else if (kind == TimerKind::Retransmit)
                 c.completer.on_timeout(*qp);
+            else
+                c.on_congestion_timer(*qp, kind);
         }
     } catch (...) {
         ++c.counters.internal_errors;

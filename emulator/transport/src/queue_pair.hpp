@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "qp_congestion.hpp"
 #include "rnic/common/ring_buffer.hpp"
 #include "rnic/transport/counters.hpp"
 #include "rnic/transport/work_request.hpp"
@@ -93,7 +95,7 @@ struct ResponderState {
     uint32_t queued_reads = 0;  // new (not replayed) READ responses in `responses`
 };
 
-enum class TimerKind : uint8_t { Retransmit = 0, Rnr = 1 };
+enum class TimerKind : uint8_t { Retransmit = 0, Rnr = 1, CongestionRate = 2, Pacing = 3 };
 
 struct QueuePair {
     uint32_t qpn = 0;
@@ -108,6 +110,7 @@ struct QueuePair {
     ResponderState resp;
 
     bool in_ready = false;  // on the engine's ready list
+    std::optional<QpCongestion> cc;  // emplaced at creation
     QpCounters counters;
 
     bool is_rc() const noexcept { return init.qp_type == QpType::Rc; }

@@ -60,14 +60,7 @@ Requester::Step Requester::start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos) {
         return Step::Blocked;
 
     const uint32_t pd = qp.init.pd;
-    if (info.kind == WrClass::LocalInv) {
-        const auto err = core_.memory->invalidate(w.invalidate_rkey, pd);
-        if (err == mem::AccessError::None)
-            w.state = WqeState::Done;
-        else
-            w.fail(WcStatus::LocProtErr);
-        return Step::Skip;
-    }
+    if (info.kind == WrClass::LocalInv || info.kind == WrClass::BindMw) return local_operation(qp, w);
     // Local buffers: READ responses and atomic results land in them, so those need LOCAL_WRITE.
     const mem::AccessFlags need = info.writes_local() ? mem::kAccessLocalWrite : 0;
     if (!(w.send_flags & SendFlag::Inline)) {
@@ -84,6 +77,32 @@ Requester::Step Requester::start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos) {
     qp.req.next_psn = psn_add(qp.req.next_psn, qp.is_ud() ? 1 : w.npkts);
     if (info.read_or_atomic()) ++qp.req.outstanding_rd_atomic;
     return Step::Started;
+}
+
+// LOCAL_INV and BIND_MW change the protection table and complete at once; a refused one completes
+// with rxe's status (LOCAL_INV: IBV_WC_LOC_QP_OP_ERR, BIND_MW: IBV_WC_MW_BIND_ERR) and, as in
+// rxe's requester, takes the QP to the error state.
+Requester::Step Requester::local_operation(QueuePair& qp, SendWqe& w) {
+    if (w.info().kind == WrClass::LocalInv) {
+        if (core_.memory->invalidate(w.invalidate_rkey, qp.init.pd) != mem::AccessError::None) {
+            w.fail(WcStatus::LocQpOpErr);
+            return Step::Failed;
+        }
+    } else {
+        mem::MwBind b;
+        b.mw_rkey = w.bind.mw_rkey;
+        b.new_rkey = w.rkey;
+        b.mr_lkey = w.bind.mr_lkey;
+        b.addr = w.bind.addr;
+        b.length = w.bind.length;
+        b.access = w.bind.access;
+        if (core_.memory->bind_mw(b, qp.init.pd, qp.qpn) != 0) {
+            w.fail(WcStatus::MwBindErr);
+            return Step::Failed;
+        }
+    }
+    w.state = WqeState::Done;
+    return Step::Skip;
 }
 
 uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const noexcept {

@@ -29,6 +29,7 @@ public:
 private:
     enum class Step { Started, Skip, Blocked, Failed };
     Step start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos);
+    Step local_operation(QueuePair& qp, SendWqe& w);
     enum class Sent { Yes, NoRoom, Failed };
     Sent send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, FrameSink& sink);
     uint8_t opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const noexcept;

@@ -142,7 +142,7 @@ void Responder::on_duplicate(QueuePair& qp, const RoceFrame& f) {
             // Re-execute from the requested PSN (C9-104): its RETH says what is still wanted.
             const Reth& reth = *f.ext.reth;
             if (core_.memory->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteRead,
-                                           true) != mem::AccessError::None)
+                                           true, qp.qpn) != mem::AccessError::None)
                 return;
             // A response to the same READ still queued is superseded: the requester wants the
             // data from this PSN on, once.
@@ -231,7 +231,7 @@ Responder::Outcome Responder::do_write(QueuePair& qp, const RoceFrame& f) {
         const Reth& reth = *f.ext.reth;
         if (!(qp.attr.qp_access_flags & mem::kAccessRemoteWrite)) return Outcome::AccessError;
         if (core_.memory->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteWrite,
-                                       true) != mem::AccessError::None)
+                                       true, qp.qpn) != mem::AccessError::None)
             return Outcome::AccessError;
         r.write_va = reth.va;
         r.write_rkey = reth.rkey;
@@ -245,7 +245,8 @@ Responder::Outcome Responder::do_write(QueuePair& qp, const RoceFrame& f) {
     const bool with_imm = f.ext.immdt.has_value();
     if (with_imm && !core_.claim_recv(qp)) return Outcome::Rnr;
     if (!f.payload.empty() &&
-        core_.memory->copy_in(r.write_rkey, qp.init.pd, r.write_va, f.payload, true) != mem::AccessError::None) {
+        core_.memory->copy_in(r.write_rkey, qp.init.pd, r.write_va, f.payload, true, qp.qpn) !=
+            mem::AccessError::None) {
         if (with_imm) core_.give_back_recv(qp);
         return Outcome::AccessError;
     }
@@ -264,8 +265,8 @@ Responder::Outcome Responder::do_read(QueuePair& qp, const RoceFrame& f) {
     const Reth& reth = *f.ext.reth;
     ResponderState& r = qp.resp;
     if (!(qp.attr.qp_access_flags & mem::kAccessRemoteRead)) return Outcome::AccessError;
-    if (core_.memory->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteRead, true) !=
-        mem::AccessError::None)
+    if (core_.memory->check_access(reth.rkey, qp.init.pd, reth.va, reth.dma_length, mem::kAccessRemoteRead, true,
+                                   qp.qpn) != mem::AccessError::None)
         return Outcome::AccessError;
     // More READs in flight than the responder resources the requester was granted is an
     // invalid request (C9-150); replays of duplicates are not new resources.
@@ -294,8 +295,8 @@ Responder::Outcome Responder::do_atomic(QueuePair& qp, const RoceFrame& f) {
     if (a.va % 8 != 0) return Outcome::InvalidRequest;  // C9-147: misaligned atomics are invalid
     if (!(qp.attr.qp_access_flags & mem::kAccessRemoteAtomic)) return Outcome::AccessError;
     const mem::AtomicResult res = f.info->kind == OpKind::CompareSwap
-                                      ? core_.memory->compare_and_swap(a.rkey, qp.init.pd, a.va, a.compare, a.swap_add)
-                                      : core_.memory->fetch_and_add(a.rkey, qp.init.pd, a.va, a.swap_add);
+                                      ? core_.memory->compare_and_swap(a.rkey, qp.init.pd, a.va, a.compare, a.swap_add, qp.qpn)
+                                      : core_.memory->fetch_and_add(a.rkey, qp.init.pd, a.va, a.swap_add, qp.qpn);
     if (res.error == mem::AccessError::Misaligned) return Outcome::InvalidRequest;
     if (res.error != mem::AccessError::None) return Outcome::AccessError;
     ++qp.counters.atomics_executed;
@@ -501,7 +502,7 @@ Emit Responder::emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& s
                                     : op::kRcReadResponseMiddle;
     if (first || last) spec.ext.aeth = Aeth{job.syndrome, job.msn};
     const Emit e = emit_frame(core_, sink, spec, len, [&](std::span<uint8_t> out) {
-        return core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true) == mem::AccessError::None;
+        return core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn) == mem::AccessError::None;
     });
     if (e == Emit::FillFailed || e == Emit::Invalid) {
         // The region went away between request and response: a remote access error.

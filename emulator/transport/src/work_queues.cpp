@@ -41,6 +41,7 @@ SendWqe& SendQueue::push(const SendWr& wr, uint32_t length) {
     w.swap = wr.swap;
     w.remote_qpn = wr.remote_qpn;
     w.remote_qkey = wr.remote_qkey;
+    w.bind = wr.bind;
     w.length = length;
     if (wr.send_flags & SendFlag::Inline) {
         w.inline_length = static_cast<uint16_t>(wr.inline_data.size());

@@ -34,6 +34,7 @@ struct SendWqe {
     uint32_t remote_qpn = 0;   // UD
     uint32_t remote_qkey = 0;  // UD
     AddressVector av;          // UD: the AH's address vector, copied at post time as providers do
+    MwBindInfo bind;           // BIND_MW
     uint16_t num_sge = 0;
     uint16_t inline_length = 0;
     uint32_t length = 0;  // bytes of the message (READ: bytes to fetch)

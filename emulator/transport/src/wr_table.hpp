@@ -10,7 +10,9 @@
 
 namespace rnic::transport {
 
-enum class WrClass : uint8_t { Unsupported, Send, Write, Read, Atomic, LocalInv };
+// LocalInv and BindMw are local operations: executed by the requester when they reach the head of
+// the send queue, no packet, completed at once (rxe_do_local_ops).
+enum class WrClass : uint8_t { Unsupported, Send, Write, Read, Atomic, LocalInv, BindMw };
 
 struct WrInfo {
     WrClass kind = WrClass::Unsupported;
@@ -45,13 +47,14 @@ constexpr std::array<WrInfo, 16> make_wr_table() {
     t[uint8_t(WrOpcode::AtomicCmpAndSwp)]   = {WrClass::Atomic,   Y, N, N, N,  N,  N,     WcOpcode::CompSwap};
     t[uint8_t(WrOpcode::AtomicFetchAndAdd)] = {WrClass::Atomic,   Y, N, N, N,  N,  N,     WcOpcode::FetchAdd};
     t[uint8_t(WrOpcode::LocalInv)]          = {WrClass::LocalInv, Y, Y, N, N,  N,  N,     WcOpcode::LocalInv};
+    t[uint8_t(WrOpcode::BindMw)]            = {WrClass::BindMw,   Y, Y, N, N,  N,  N,     WcOpcode::BindMw};
     // clang-format on
     return t;
 }
 inline constexpr std::array<WrInfo, 16> kWrTable = make_wr_table();
 }  // namespace detail
 
-// Opcodes outside the table (memory windows, TSO, flush, ...) are Unsupported on every QP type.
+// Opcodes outside the table (TSO, flush, ...) are Unsupported on every QP type.
 constexpr const WrInfo& wr_info(WrOpcode op) noexcept {
     const auto i = static_cast<uint8_t>(op);
     return detail::kWrTable[i < detail::kWrTable.size() ? i : 12];

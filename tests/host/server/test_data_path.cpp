@@ -99,8 +99,8 @@ TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     s.connect(a.qpn, b.qpn, kOwnGid);
-    // An RC QP cannot post IBV_WR_BIND_MW (8) through this engine.
-    s.post_send(a, 77, 8, reinterpret_cast<uint64_t>(s.buf.data), 8, 2);
+    // An RC QP cannot post IBV_WR_TSO (10) through this engine.
+    s.post_send(a, 77, 10, reinterpret_cast<uint64_t>(s.buf.data), 8, 2);
     auto cqes = s.wait_cqes(1);
     REQUIRE(cqes.size() == 1);
     CHECK(cqes[0].wr_id == 77);

@@ -80,6 +80,8 @@ const Shape kShapes[] = {
     {cm(abi::CmOp::JoinMulticast), sizeof(abi::CmJoinRequest)},
     {cm(abi::CmOp::LeaveMulticast), sizeof(abi::CmLeaveRequest)},
     {cm(abi::CmOp::Establish), sizeof(abi::HandleRequest)},
+    {Op::AllocMw, sizeof(abi::AllocMwRequest)},
+    {Op::DeallocMw, sizeof(abi::HandleRequest)},
 };
 constexpr uint16_t kFirstUnknown = std::size(kShapes) + 1;
 

@@ -24,7 +24,7 @@ size_t probes(const Link& link, char from, MadMethod method) {
 
 }  // namespace
 
-TEST_CASE("a peer that answers its probes keeps its connections; one probe per peer, not per connection", "[cm]") {
+TEST_CASE("a peer that answers its probes keeps its connections, one probe per peer, not per connection", "[cm]") {
     Link link(kFast);
     App client(link.a, 1), server(link.b, 2);
     for (uint16_t i = 0; i < 3; ++i) connect_pair(link, client, server, 7174 + i, "10.0.0.2", 0x11 + i, 0x22 + i);

@@ -298,6 +298,19 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     for (const char* bad : {"500/200", "5/200/3", "500/200/0", "500/200/3/1", "a/b/c", ""})
         CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cm-keepalive", bad}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--sched", "rr"}));
+    auto congestion = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cc", "rp_ai_rate=40", "--cc",
+                                             "ecn_ect=0", "--port-rate", "25000"});
+    REQUIRE(congestion);
+    CHECK(congestion->congestion.rp_ai_rate == 40);
+    CHECK(congestion->congestion.ecn_ect == 0);
+    CHECK(congestion->port_rate_mbps == 25000);
+    CHECK(plain->congestion.rp_ai_rate == 5);
+    for (const char* bad : {"rp_ai_rate", "rp_bogus=1", "rp_gd=3", "np_cnp_dscp=64"}) {
+        const auto refused = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--cc", bad});
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().find("--cc") != std::string::npos);
+    }
+    CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--port-rate", "0"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--spin-us", "-1"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0"}));
     CHECK_FALSE(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1"}));

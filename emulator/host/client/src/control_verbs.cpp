@@ -168,6 +168,29 @@ int Connection::dereg_mr(Mr* mr) try {
     return ENOMEM;
 }
 
+// ---- memory windows ----
+
+Result<abi::AllocMwReply> Connection::alloc_mw(Pd* pd, uint32_t type) try {
+    if (pd == nullptr || pd->connection != this) return Error{EINVAL};
+    std::lock_guard v(verbs_lock_);
+    const abi::AllocMwRequest req{pd->handle, type};
+    std::vector<uint8_t> reply;
+    if (const int rc = call(abi::Op::AllocMw, bytes_of(req), {}, &reply, nullptr); rc != 0) return Error{rc};
+    abi::AllocMwReply r{};
+    if (!parse(reply, r)) return Error{EPROTO};
+    return r;
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return Error{ENOMEM};
+}
+
+int Connection::dealloc_mw(uint32_t handle) try {
+    std::lock_guard v(verbs_lock_);
+    const abi::HandleRequest req{handle, 0};
+    return destroyed(call(abi::Op::DeallocMw, bytes_of(req), {}, nullptr, nullptr), *this);
+} catch (...) {
+    return ENOMEM;
+}
+
 // ---- completion channels and CQs ----
 
 Result<CompChannel*> Connection::create_comp_channel() try {

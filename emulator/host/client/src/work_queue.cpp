@@ -15,10 +15,10 @@ using namespace verbs;
 bool opcode_allowed(uint32_t qp_type, uint8_t op) {
     switch (qp_type) {
         case kQptRc:
-            return op <= kWrLocalInv || op == kWrSendWithInv;
+            return op <= kWrBindMw || op == kWrSendWithInv;
         case kQptUc:
             return op == kWrRdmaWrite || op == kWrRdmaWriteWithImm || op == kWrSend || op == kWrSendWithImm ||
-                   op == kWrLocalInv || op == kWrSendWithInv;
+                   op == kWrLocalInv || op == kWrBindMw || op == kWrSendWithInv;
         case kQptUd:
             return op == kWrSend || op == kWrSendWithImm;
         default:
@@ -49,6 +49,8 @@ uint32_t wc_opcode_for(uint8_t op) noexcept {
             return kWcFetchAdd;
         case kWrLocalInv:
             return kWcLocalInv;
+        case kWrBindMw:
+            return kWcBindMw;
         default:
             return kWcSend;
     }
@@ -62,7 +64,8 @@ int encode_send(WorkQueue& sq, uint32_t qp_type, const SendWr& wr, uint32_t ah_h
     for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (inl) {
         // Inline data is only a payload the HCA sends: not for READ or atomics (rxe, mlx5).
-        if (wr.opcode == kWrRdmaRead || is_atomic(wr.opcode) || wr.opcode == kWrLocalInv) return EINVAL;
+        if (wr.opcode == kWrRdmaRead || is_atomic(wr.opcode) || wr.opcode == kWrLocalInv || wr.opcode == kWrBindMw)
+            return EINVAL;
         if (total > sq.max_inline || abi::kSendWqeHeader + total > sq.ring.entry_size()) return EINVAL;
     }
     if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length < 8 || (wr.remote_addr & 7) != 0))
@@ -81,6 +84,11 @@ int encode_send(WorkQueue& sq, uint32_t qp_type, const SendWr& wr, uint32_t ah_h
     w.remote_addr = wr.remote_addr;
     w.compare_add = wr.compare_add;
     w.swap = wr.swap;
+    if (wr.opcode == kWrBindMw) {  // the bind's fields in the WQE (abi/queue_entries.hpp)
+        w.imm_data = wr.bind_mw_rkey;
+        w.compare_add = wr.bind_length;
+        w.swap = uint64_t{wr.bind_mr_lkey} | uint64_t{wr.bind_access} << 32;
+    }
     if (qp_type == kQptUd) {
         w.ah = ah_handle;
         w.remote_qpn = wr.remote_qpn;

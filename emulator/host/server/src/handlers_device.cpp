@@ -63,9 +63,13 @@ DeviceAttr device_attr(const tp::Engine& e, const wire::MacAddr& mac) {
     for (uint8_t b : g) a.node_guid = (a.node_guid << 8) | b;
     a.sys_image_guid = a.node_guid;
     // What the engine really does: RNR NAKs for RC (IBV_DEVICE_RC_RNR_NAK_GEN) and a system
-    // image GUID (IBV_DEVICE_SYS_IMAGE_GUID). No APM, memory windows, XRC or SRQ resize.
+    // image GUID (IBV_DEVICE_SYS_IMAGE_GUID). No APM, XRC or SRQ resize.
     constexpr uint32_t kSysImageGuid = 1u << 11, kRcRnrNakGen = 1u << 12;
     a.device_cap_flags = kSysImageGuid | kRcRnrNakGen;
+    // Memory windows, type 1 and 2B (IBV_DEVICE_MEM_WINDOW, IBV_DEVICE_MEM_WINDOW_TYPE_2B), as rxe.
+    constexpr uint32_t kMemWindow = 1u << 17, kMemWindowType2B = 1u << 24;
+    a.device_cap_flags |= kMemWindow | kMemWindowType2B;
+    a.max_mw = l.max_mw;
     a.max_mr_size = l.max_mr_size;
     a.page_size_cap = d.page_size_cap;
     a.vendor_id = d.vendor_id;

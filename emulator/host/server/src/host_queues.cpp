@@ -84,6 +84,11 @@ bool decode_send_wqe(const uint8_t* slot, const WorkQueue& sq, uint32_t index, a
     wr.ah = w.ah;
     wr.remote_qpn = w.remote_qpn;
     wr.remote_qkey = w.remote_qkey;
+    // BIND_MW's fields (queue_entries.hpp); the engine checks every one of them.
+    wr.bind = op == tp::WrOpcode::BindMw
+                  ? tp::MwBindInfo{w.imm_data, static_cast<uint32_t>(w.swap), w.remote_addr, w.compare_add,
+                                   static_cast<uint32_t>(w.swap >> 32)}
+                  : tp::MwBindInfo{};
     wr.sg_list.clear();
     wr.inline_data.clear();
     if (inl) {

@@ -149,6 +149,8 @@ constexpr OpRow kOps[] = {
     row<&Impl::on_cm_join_multicast>(CmOp::JoinMulticast),
     row<&Impl::on_cm_leave_multicast>(CmOp::LeaveMulticast),
     row<&Impl::on_cm_establish>(CmOp::Establish),
+    row<&Impl::on_alloc_mw>(Op::AllocMw),
+    row<&Impl::on_dealloc_mw>(Op::DeallocMw),
 };
 
 // The lookup is an index, so a row out of place, or one no message could meet, does not compile.

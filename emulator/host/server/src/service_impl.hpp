@@ -150,6 +150,9 @@ struct HostService::Impl {
     void on_release_segment(Request& rq, const abi::HandleRequest& req);
     void on_reg_mr(Request& rq, const abi::RegMrRequest& req);
     void on_dereg_mr(Request& rq, const abi::HandleRequest& req);
+    // handlers_mw.cpp
+    void on_alloc_mw(Request& rq, const abi::AllocMwRequest& req);
+    void on_dealloc_mw(Request& rq, const abi::HandleRequest& req);
     // handlers_queues.cpp
     void on_create_comp_channel(Request& rq);
     void on_destroy_comp_channel(Request& rq, const abi::HandleRequest& req);

@@ -89,6 +89,10 @@ void HostService::Impl::close_session(Session& s, const char* why) {
         cqs.erase(h);
     }
     for (const auto& [h, pd] : s.ahs) engine.destroy_ah(h);
+    // Windows before regions: a region with windows bound to it cannot be deregistered.
+    const size_t n_mws = s.mws.size();
+    for (uint32_t h : s.mws) engine.dealloc_mw(h);
+    s.mws.clear();
     for (const auto& [lkey, mr] : s.mrs) {
         engine.dereg_mr(lkey);
         pinned->release(s.process, mr.pinned_pages);
@@ -111,7 +115,7 @@ void HostService::Impl::close_session(Session& s, const char* why) {
     s.async_memory.reset();
     const std::pair<Resource, size_t> held[] = {{Resource::Sessions, s.hello_done ? 1 : 0},
                                                 {Resource::Pds, n_pds},
-                                                {Resource::Mrs, n_mrs},
+                                                {Resource::Mrs, n_mrs + n_mws},
                                                 {Resource::Cqs, n_cqs},
                                                 {Resource::Qps, n_qps},
                                                 {Resource::Srqs, n_srqs},

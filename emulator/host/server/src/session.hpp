@@ -104,6 +104,7 @@ struct Session {
 
     std::set<uint32_t> pds;
     std::map<uint32_t, HostMr> mrs;                         // by lkey
+    std::set<uint32_t> mws;                                 // memory window handles
     std::map<uint32_t, std::shared_ptr<Segment>> segments;  // by the client's segment id
     std::map<uint32_t, std::shared_ptr<Channel>> channels;
     uint32_t next_channel = 1;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/wire/rdma_cm_header.hpp"
 #include "service_impl.hpp"
@@ -74,13 +75,20 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
         {"socket", path},
     };
 
+    // DCQCN's knobs by their mlx5 names (rnicctl cc, docs/congestion.md).
+    json congestion = json::object();
+    for (const auto& info : cc::dcqcn_param_table())
+        congestion[std::string(info.name)] = cc::get_param(engine.congestion_params(), info);
+    congestion["port_rate_mbps"] = engine.config().port_rate_mbps;
+    doc["congestion"] = congestion;
+
     json counters_doc = json::object();
     for (const auto& [name, v] : engine.device_counters().list()) counters_doc[std::string(name)] = v;
     for (const auto& [name, v] : engine.total_qp_counters().list()) counters_doc[std::string(name)] = v;
     // Why keys and accesses were refused, by kind; *_access_fault are accesses to pages a client
-    // took away (its file shrunk under the daemon's mapping).
+    // took away (its file shrunk under the daemon's mapping). mw_*: memory windows in use, binds.
     for (const auto& [name, v] : engine.memory().counters())
-        if (name.starts_with("local_access_") || name.starts_with("remote_access_"))
+        if (name.starts_with("local_access_") || name.starts_with("remote_access_") || name.starts_with("mw_"))
             counters_doc[std::string(name)] = v;
     const ServiceCounters& c = counters;
     const std::pair<const char*, uint64_t> own[] = {
@@ -206,6 +214,11 @@ void HostService::Impl::qp_page(nlohmann::json& doc, std::optional<uint32_t> vie
                       {"dest_qpn", a.dest_qp_num},
                       {"path_mtu", tp::mtu_bytes(a.path_mtu)},
                       {"counters", qc}};
+        if (const auto cc = engine.qp_congestion(qpn))
+            entry["cc"] = {{"limited", cc->limited},         {"rate_mbps", cc->rate_kbps / 1000},
+                           {"target_mbps", cc->target_kbps / 1000}, {"alpha", cc->alpha},
+                           {"cnps_received", cc->cnps},       {"rate_cuts", cc->cuts},
+                           {"cnps_sent", cc->cnps_sent}};
         const size_t bytes = entry.dump().size() + 1;  // and its comma
         if (used + bytes > abi::kMaxMessage - sizeof(abi::MessageHeader)) {
             doc["next_qpn"] = qpn;

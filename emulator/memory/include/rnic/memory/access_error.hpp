@@ -2,7 +2,7 @@
 // or a completion status per packet.
 //
 // Mapping for the engine (IBA 9.7.5.2.x / rxe_resp.c): on the responder, InvalidKey,
-// PdMismatch, AccessDenied, OutOfBounds and Fault are all a Remote Access Error NAK; Misaligned
+// PdMismatch, AccessDenied, OutOfBounds, QpMismatch and Fault are all a Remote Access Error NAK; Misaligned
 // (atomic) is an Invalid Request NAK. On the local side (SGE lkeys) every kind is a local
 // protection error (IBV_WC_LOC_PROT_ERR).
 #pragma once
@@ -21,9 +21,10 @@ enum class AccessError : uint8_t {
     OutOfBounds,   // [va, va + length) is not inside [iova, iova + mr length)
     Misaligned,    // an atomic on an address that is not 8-byte aligned
     Fault,         // the pages behind the region are gone (a client shrank its file): SIGBUS, caught
+    QpMismatch,    // a type 2 memory window used through another QP than the one it is bound to
 };
 
-inline constexpr std::size_t kAccessErrorKinds = 7;
+inline constexpr std::size_t kAccessErrorKinds = 8;
 
 std::string_view access_error_name(AccessError error) noexcept;
 

@@ -16,6 +16,10 @@ struct MemoryCounters {
     uint64_t mr_reg_errors = 0;
     uint64_t mr_deregistrations = 0;
     uint64_t mr_invalidations = 0;
+    uint64_t mw_allocations = 0;
+    uint64_t mw_binds = 0;  // unbinds (zero-length binds of type 1 windows) included
+    uint64_t mw_bind_errors = 0;
+    uint64_t mw_invalidations = 0;
     uint64_t cache_miss_ns = 0;  // every nanosecond ever charged, including what was taken
     // Indexed by AccessError; [None] stays 0. Local: lkeys in SGEs. Remote: rkeys from the peer.
     std::array<uint64_t, kAccessErrorKinds> local_access_errors{};

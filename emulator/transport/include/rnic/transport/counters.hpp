@@ -14,13 +14,15 @@ namespace rnic::transport {
             X(rnr_naks_received) X(duplicate_requests) X(out_of_sequence) X(out_of_buffer) X(remote_access_errors) \
                 X(remote_invalid_request_errors) X(remote_operational_errors) X(implied_nak_seq_err) X(acks_sent)  \
                     X(acks_received) X(read_responses_sent) X(atomics_executed) X(uc_dropped_messages)             \
-                        X(ud_qkey_violations) X(completions) X(error_completions) X(responses_dropped)
+                        X(ud_qkey_violations) X(completions) X(error_completions) X(responses_dropped) X(cnps_sent)         \
+                            X(cnps_received)
 
 #define RNIC_DEVICE_COUNTERS(X)                                                                          \
     X(rx_frames)                                                                                         \
     X(rx_icrc_errors) X(rx_malformed) X(rx_not_rocev2) X(rx_not_for_us) X(rx_unknown_qp) X(rx_bad_state) \
         X(rx_bad_source) X(rx_bad_pkey) X(tx_frames) X(cq_overflows) X(async_events) X(qpc_cache_hits)   \
-            X(qpc_cache_misses) X(qpc_cache_evictions) X(processing_ns) X(internal_errors)
+            X(qpc_cache_misses) X(qpc_cache_evictions) X(processing_ns) X(internal_errors)          \
+                X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)
 
 struct QpCounters {
     RNIC_COUNTER_MEMBERS(RNIC_QP_COUNTERS)

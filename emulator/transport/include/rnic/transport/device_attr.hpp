@@ -18,6 +18,7 @@ struct DeviceLimits {
     // tx_depth (128) x QPs entries, 2M at its -q maximum of 16,384 = max_qp.
     uint32_t max_cqe = (1u << 22) - 1;
     uint32_t max_mr = 1u << 20;
+    uint32_t max_mw = 1u << 12;  // as rxe (RXE_MAX_MW); window keys use indexes past max_mr
     uint64_t max_mr_size = 1ull << 40;
     uint32_t max_pd = 1u << 16;
     uint32_t max_qp_rd_atom = 128;

@@ -8,10 +8,12 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "rnic/common/frame_sink.hpp"
+#include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/transport/counters.hpp"
 #include "rnic/transport/device_attr.hpp"
 #include "rnic/transport/work_request.hpp"
@@ -38,10 +40,31 @@ struct EngineConfig {
     CacheSetup caches;
     EngineTuning tuning;
     uint32_t first_qpn = 0x11;  // QPN 0/1 are the special QPs; rxe starts user QPs at 0x11
+    // Congestion control (docs/congestion.md): DCQCN's knobs, and the port rate that is its
+    // ceiling (rp_max_rate 0) and the pacer's reference.
+    cc::DcqcnParams congestion;
+    uint32_t port_rate_mbps = 10'000;
+};
+
+// A QP's congestion-control state, for rnicctl.
+struct QpCongestionInfo {
+    bool limited = false;        // a CNP cut its rate and it has not recovered yet
+    uint64_t rate_kbps = 0;      // current rate
+    uint64_t target_kbps = 0;
+    uint32_t alpha = 0;          // 1/1024
+    uint64_t cnps = 0;           // CNPs received for this QP
+    uint64_t cuts = 0;
+    uint64_t cnps_sent = 0;      // CNPs this QP sent for CE-marked frames it received
 };
 
 struct MrInfo {
     uint32_t lkey = 0;
+    uint32_t rkey = 0;
+};
+
+// ibv_alloc_mw: the window's handle (its MPT index, the same for its whole life) and first rkey.
+struct MwInfo {
+    uint32_t handle = 0;
     uint32_t rkey = 0;
 };
 
@@ -114,7 +137,12 @@ public:
     Result<MrInfo> reg_mr_pages(uint32_t pd, std::span<const uintptr_t> pages, uint32_t first_page_offset,
                                 uint64_t length, uint64_t iova, uint32_t access) noexcept;
     // Work that still names the MR's keys fails with a protection error when it reaches them.
+    // EINVAL while memory windows are bound to it (rxe).
     int dereg_mr(uint32_t lkey) noexcept;
+    // Memory windows (IBV_MW_TYPE_1 = 1, IBV_MW_TYPE_2 = 2). Binding and invalidation are work
+    // requests (BIND_MW, LOCAL_INV, SEND_WITH_INV); deallocation unbinds whatever is bound.
+    Result<MwInfo> alloc_mw(uint32_t pd, uint32_t mw_type) noexcept;
+    int dealloc_mw(uint32_t handle) noexcept;
     Result<uint32_t> create_cq(uint32_t cqe) noexcept;
     int destroy_cq(uint32_t cq) noexcept;  // EBUSY while a QP completes on it
     Result<uint32_t> create_srq(uint32_t pd, const SrqAttributes& attr) noexcept;
@@ -146,6 +174,13 @@ public:
     size_t transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noexcept;
     std::optional<uint64_t> next_deadline() const noexcept;
     void advance(uint64_t now_ns) noexcept;  // fire timers due by now
+
+    // ---- congestion control ----
+    // Sets one knob by its mlx5 name at run time (from the next event of each QP); the error
+    // names the knob and its range.
+    std::optional<std::string> set_congestion_param(std::string_view name, uint64_t value) noexcept;
+    const cc::DcqcnParams& congestion_params() const noexcept;
+    std::optional<QpCongestionInfo> qp_congestion(uint32_t qpn) const noexcept;
 
     // ---- introspection ----
     const DeviceCounters& device_counters() const noexcept;

@@ -31,6 +31,17 @@ struct AddressVector {
     uint8_t sl = 0;
 };
 
+// IBV_WR_BIND_MW (and ibv_bind_mw, which rdma-core's rxe turns into one): which window goes over
+// which part of which region with which rights. The new rkey is SendWr::rkey (only its low 8
+// bits, the consumer's key byte, count). length 0 unbinds a type 1 window.
+struct MwBindInfo {
+    uint32_t mw_rkey = 0;  // the window's current rkey
+    uint32_t mr_lkey = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint32_t access = 0;  // enum ibv_access_flags
+};
+
 struct SendWr {
     uint64_t wr_id = 0;
     WrOpcode opcode = WrOpcode::Send;
@@ -47,6 +58,7 @@ struct SendWr {
     uint32_t ah = 0;
     uint32_t remote_qpn = 0;
     uint32_t remote_qkey = 0;
+    MwBindInfo bind;  // BIND_MW
 };
 
 struct RecvWr {

@@ -44,6 +44,14 @@ struct LinkConfig {
     // Returns true to drop a frame (e.g. "the first READ response"); sees every frame sent
     // on an up link, before the random faults.
     std::function<bool(std::span<const uint8_t>)> drop_filter;
+    // RED-style ECN marking on the sender's queue, as a switch egress port does it: an
+    // ECN-capable IP frame that finds at least kmin bytes queued ahead of it is marked CE with
+    // probability pmax * (queued - kmin) / (kmax - kmin), always from kmax on. Off while kmax is 0.
+    struct EcnMarking {
+        uint64_t kmin_bytes = 0;
+        uint64_t kmax_bytes = 0;
+        double pmax = 0;
+    } ecn;
 };
 
 struct LinkCounters {
@@ -58,6 +66,8 @@ struct LinkCounters {
     uint64_t corrupted = 0;
     uint64_t bytes_sent = 0;
     uint64_t bytes_delivered = 0;
+    uint64_t ce_marked = 0;         // frames this link marked CE
+    uint64_t peak_queue_bytes = 0;  // most bytes ever waiting ahead of a frame (needs bandwidth_bps)
 };
 
 enum class DropReason : uint8_t { kLoss, kLinkDown, kFilter };
@@ -92,6 +102,9 @@ public:
     // while the frame was in flight.
     bool arrive(size_t frame_bytes);
 
+    // Bytes still waiting to be clocked out at `now` (0 without a bandwidth).
+    uint64_t queued_bytes(TimeNs now) const noexcept;
+
 private:
     TimeNs serialization_delay(size_t frame_bytes) const noexcept;
     void count_drop(DropReason reason) noexcept;
@@ -105,5 +118,9 @@ private:
 };
 
 const char* to_string(DropReason reason) noexcept;
+
+// Sets an ECN-capable IPv4/IPv6 frame's ECN field to CE (fixing the IPv4 header checksum); false
+// for frames that are not ECN-capable IP.
+bool mark_ce(std::vector<uint8_t>& frame) noexcept;
 
 }  // namespace rnic::sim

@@ -56,6 +56,9 @@ enum class Op : uint16_t {
     QueryPort = 22,  // port state can change (link, MTU): asked again, not cached from Hello
     Stats = 23,      // reply body: JSON text (rnicctl)
     SetLogLevel = 24,
+    // 25..45 are the CM's (cm.hpp); the verbs continue after them.
+    AllocMw = 46,    // AllocMwRequest -> AllocMwReply
+    DeallocMw = 47,  // HandleRequest (the window's handle)
 };
 
 struct MessageHeader {
@@ -101,7 +104,7 @@ struct DeviceAttr {  // struct ibv_device_attr, the fields a software RNIC fills
     uint16_t max_pkeys;
     uint8_t local_ca_ack_delay;
     uint8_t phys_port_cnt;
-    uint32_t reserved;
+    uint32_t max_mw;
     char fw_ver[64];
 };
 static_assert(sizeof(DeviceAttr) == 32 + 22 * 4 + 4 + 4 + 64);
@@ -243,6 +246,18 @@ struct RegMrRequest {
 };
 struct RegMrReply {
     uint32_t lkey;
+    uint32_t rkey;
+};
+
+// Memory windows. The handle is the window's for its whole life; its rkey changes with every
+// bind (the client keeps ibv_mw.rkey as rdma-core's rxe provider does). Binding is a send WQE
+// (IBV_WR_BIND_MW, queue_entries.hpp).
+struct AllocMwRequest {
+    uint32_t pd;
+    uint32_t type;  // enum ibv_mw_type: 1 or 2
+};
+struct AllocMwReply {
+    uint32_t handle;
     uint32_t rkey;
 };
 

@@ -16,6 +16,10 @@ struct Sge {
 static_assert(sizeof(Sge) == 16);
 
 // A send WQE: this header, then `num_sge` Sge entries or `inline_length` bytes of inline data.
+// IBV_WR_BIND_MW (no SGEs) carries its bind in the same fields: rkey = the new rkey (its low byte
+// is the consumer's key), imm_data = the window's current rkey, remote_addr and compare_add = the
+// window's address and length, swap = the region's lkey in bits 0-31 and the window's
+// enum ibv_access_flags in bits 32-63.
 // The SQ's stride is fixed at QP creation: header + max(max_send_sge * 16, max_inline_data),
 // rounded up to a power of two.
 struct SendWqe {

@@ -70,6 +70,10 @@ public:
     Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint32_t access);
     Result<Mr*> reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
     int dereg_mr(Mr* mr);
+    // Memory windows: the daemon's handle and first rkey. The caller (the shim's ibv_mw) keeps
+    // them; binds are send WQEs.
+    Result<abi::AllocMwReply> alloc_mw(Pd* pd, uint32_t type);
+    int dealloc_mw(uint32_t handle);
 
     Result<CompChannel*> create_comp_channel();
     int destroy_comp_channel(CompChannel* channel);

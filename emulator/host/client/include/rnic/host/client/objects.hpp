@@ -154,6 +154,11 @@ struct SendWr {
     Ah* ah;  // UD
     uint32_t remote_qpn;
     uint32_t remote_qkey;
+    // IBV_WR_BIND_MW: rkey is the new rkey, remote_addr the window's start.
+    uint32_t bind_mw_rkey = 0;  // the window's current rkey
+    uint32_t bind_mr_lkey = 0;
+    uint64_t bind_length = 0;
+    uint32_t bind_access = 0;
 };
 
 struct RecvWr {

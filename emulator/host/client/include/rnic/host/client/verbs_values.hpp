@@ -29,6 +29,7 @@ inline constexpr uint8_t kWrRdmaRead = 4;
 inline constexpr uint8_t kWrAtomicCmpAndSwp = 5;
 inline constexpr uint8_t kWrAtomicFetchAndAdd = 6;
 inline constexpr uint8_t kWrLocalInv = 7;
+inline constexpr uint8_t kWrBindMw = 8;
 inline constexpr uint8_t kWrSendWithInv = 9;
 
 // enum ibv_send_flags
@@ -45,6 +46,7 @@ inline constexpr uint32_t kWcRdmaWrite = 1;
 inline constexpr uint32_t kWcRdmaRead = 2;
 inline constexpr uint32_t kWcCompSwap = 3;
 inline constexpr uint32_t kWcFetchAdd = 4;
+inline constexpr uint32_t kWcBindMw = 5;
 inline constexpr uint32_t kWcLocalInv = 6;
 inline constexpr uint32_t kWcRecv = 1u << 7;
 
