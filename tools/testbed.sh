@@ -4,7 +4,7 @@
 # bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
-#                         [-- rnicd args]
+#                         [--oob [--oob-rnic-ips]] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
@@ -24,6 +24,13 @@
 # Each daemon has its own control-socket directory (run-a, run-b, both named rnic0) unless
 # --one-run-dir puts them side by side in $RNIC_TESTBED_DIR/run as rnic0 (A) and rnic1 (B), the
 # way one host with two RNICs looks to ibv_devices.
+# --oob adds a second veth pair between the namespaces with kernel addresses .1 (A) and .2 (B) of
+# $RNIC_TESTBED_OOB_NET (default 10.78.0): the TCP side channel middleware needs besides the RDMA
+# device (ucx_perftest's and mpirun's out-of-band exchange), kept off rnicd's link.
+# --oob-rnic-ips also gives those interfaces the rnicd addresses ($RNIC_TESTBED_NET .1 and .2):
+# for middleware that finds its RDMA source address among the kernel's (getifaddrs: libfabric's
+# verbs provider) and opens its side channel to the peer's RDMA address (fi_pingpong). The
+# kernel holds them on the side-channel link only, so rnicd's link is untouched.
 set -euo pipefail
 
 name=${RNIC_TESTBED:-rnictb}
@@ -31,6 +38,7 @@ state=${RNIC_TESTBED_DIR:-/tmp/$name}
 net=${RNIC_TESTBED_NET:-10.77.0}
 net6=${RNIC_TESTBED_NET6:-fd77::}
 mtu=${RNIC_TESTBED_MTU:-9000}
+oob_net=${RNIC_TESTBED_OOB_NET:-10.78.0}
 ns_a=$name-a ns_b=$name-b
 if_a=${name:0:10}a if_b=${name:0:10}b   # interface names are at most 15 bytes
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,7 +94,7 @@ start_rnicd() {  # side ns ifname ip ip6
 }
 
 cmd_up() {
-    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 extra=()
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 extra=()
     while (($#)); do
         case $1 in
             --daemons) daemons=$2; shift 2 ;;
@@ -94,6 +102,8 @@ cmd_up() {
             --pcap) pcap=1; shift ;;
             --busy-poll) busy=1; shift ;;
             --one-run-dir) one_run_dir=1; shift ;;
+            --oob) oob=1; shift ;;
+            --oob-rnic-ips) oob_rnic_ips=1; shift ;;
             --) shift; extra=("$@"); break ;;
             *) die "unknown option $1" ;;
         esac
@@ -109,6 +119,17 @@ cmd_up() {
     ip -n "$ns_a" link set "$if_a" up
     ip -n "$ns_b" link set "$if_b" up
     quiet_kernel "$ns_a" "$if_a"
+    if ((oob)); then
+        ip link add "${if_a}o" netns "$ns_a" type veth peer name "${if_b}o" netns "$ns_b"
+        ip -n "$ns_a" addr add "$oob_net.1/24" dev "${if_a}o"
+        ip -n "$ns_b" addr add "$oob_net.2/24" dev "${if_b}o"
+        ip -n "$ns_a" link set "${if_a}o" up
+        ip -n "$ns_b" link set "${if_b}o" up
+        if ((oob_rnic_ips)); then
+            ip -n "$ns_a" addr add "$net.1/24" dev "${if_a}o"
+            ip -n "$ns_b" addr add "$net.2/24" dev "${if_b}o"
+        fi
+    fi
     if [[ $daemons == both ]]; then
         quiet_kernel "$ns_b" "$if_b"
     else
@@ -122,6 +143,7 @@ cmd_up() {
         echo "ns_a=$ns_a ns_b=$ns_b if_a=$if_a if_b=$if_b"
         echo "ip_a=$net.1 ip_b=$net.2"
         echo "ip6_a=${net6}1 ip6_b=${net6}2"
+        ((oob)) && echo "oob_a=$oob_net.1 oob_b=$oob_net.2"
         echo "mac_a=$(ip netns exec "$ns_a" cat /sys/class/net/"$if_a"/address)"
         echo "mac_b=$(ip netns exec "$ns_b" cat /sys/class/net/"$if_b"/address)"
         if ((one_run_dir)); then
@@ -192,5 +214,5 @@ case ${1:-} in
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -129,6 +129,11 @@ bool is_any(const abi::CmAddress& a) {
     return std::all_of(std::begin(a.addr), std::end(a.addr), [](uint8_t b) { return b == 0; });
 }
 
+bool is_loopback(const abi::CmAddress& a) {
+    if (a.family == AF_INET) return a.addr[12] == 127;
+    return std::all_of(a.addr, a.addr + 15, [](uint8_t b) { return b == 0; }) && a.addr[15] == 1;
+}
+
 bool is_link_local(const abi::CmAddress& a) {
     return a.family == AF_INET6 && a.addr[0] == 0xfe && (a.addr[1] & 0xc0) == 0x80;
 }

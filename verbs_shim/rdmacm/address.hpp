@@ -29,6 +29,7 @@ std::optional<abi::CmAddress> to_cm(const sockaddr* addr);
 void to_sockaddr(const abi::CmAddress& a, sockaddr_storage& out);
 
 bool is_any(const abi::CmAddress& a);                                 // 0.0.0.0 or ::
+bool is_loopback(const abi::CmAddress& a);                            // 127.0.0.0/8 or ::1
 bool is_link_local(const abi::CmAddress& a);                          // fe80::/10
 bool same_address(const abi::CmAddress& a, const abi::CmAddress& b);  // family and bytes, not port
 // A GID of rnicd's table as an address: ::ffff:a.b.c.d is AF_INET, anything else AF_INET6.

@@ -2,7 +2,7 @@
 // rdma_get_src_port, rdma_get_dst_port. The library picks the device (rnicd) an id goes to, the
 // way the kernel's rdma_cm follows the routing table to a netdev and its RDMA device: the
 // device owning a bound or given source address, else the one reaching the destination
-// (devices.hpp); a wildcard address gets a daemon id on every device.
+// (devices.hpp); a wildcard (or loopback) address gets a daemon id on every device.
 #include <cstring>
 
 #include "daemon_calls.hpp"
@@ -72,6 +72,15 @@ int bind(Id& id, const sockaddr* addr) {
     const auto a = to_cm(addr);
     if (!a) return EINVAL;
     if (!id.parts.empty()) return EINVAL;  // bound already (the kernel's id left IDLE)
+    // A loopback address binds like the wildcard of its family and port. Linux's rdma_cm binds it
+    // to a device of its choice (cma_bind_loopback); libfabric's verbs provider relies on that,
+    // binding "localhost" to find a device for a passive endpoint given no address. rnicd has no
+    // loopback device, so the id goes to every device, as a wildcard bind does.
+    if (is_loopback(*a)) {
+        abi::CmAddress any = *a;
+        std::memset(any.addr, 0, sizeof any.addr);
+        return bind_wildcard(id, any);
+    }
     return is_any(*a) ? bind_wildcard(id, *a) : bind_to_device(id, *a);
 }
 

@@ -41,10 +41,14 @@ Device& find_or_add(const std::string& run_dir, const std::string& name) {
     d.dev.node_type = IBV_NODE_CA;
     d.dev.transport_type = IBV_TRANSPORT_IB;  // RoCE is the IB transport over Ethernet
     copy_name(d.dev.name, sizeof d.dev.name, name);
-    copy_name(d.dev.dev_name, sizeof d.dev.dev_name, name);
+    // The kernel's names: uverbsN for the verbs character device, the class directory for
+    // ibdev_path. rnic-sysfs writes that tree (and /dev/infiniband/uverbsN) from these names for
+    // programs run through rnic-run; without it, ibv_read_sysfs_file still answers the files
+    // under ibdev_path (sysfs_files.cpp). dev_path stays the daemon's socket: our librdmacm
+    // finds the run directory there.
+    copy_name(d.dev.dev_name, sizeof d.dev.dev_name, "uverbs" + std::to_string(d.index));
     copy_name(d.dev.dev_path, sizeof d.dev.dev_path, run_dir + "/" + name + ".sock");
-    // Not a real sysfs directory: ibv_read_sysfs_file answers the files under it (sysfs.cpp).
-    copy_name(d.dev.ibdev_path, sizeof d.dev.ibdev_path, run_dir + "/" + name);
+    copy_name(d.dev.ibdev_path, sizeof d.dev.ibdev_path, "/sys/class/infiniband/" + name);
     return d;
 }
 

@@ -1,7 +1,8 @@
 // ibv_read_sysfs_file: rdma-core's tools read device facts from sysfs (ibv_devinfo reads
-// `board_id` under ibv_device::ibdev_path). An rnicd has no sysfs directory, so the files a
-// tool may read under its ibdev_path are answered from the daemon's Hello, in the kernel's
-// formats; any other path is read from the filesystem as rdma-core does.
+// `board_id` under ibv_device::ibdev_path, /sys/class/infiniband/<dev>). The files a tool may
+// read there are answered from the daemon's Hello, in the kernel's formats, so they work without
+// a sysfs tree; any other path is read from the filesystem as rdma-core does (the tree rnic-sysfs
+// writes, docs/verbs_shim.md "sysfs").
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -78,11 +79,10 @@ int copy_out(const std::string& text, char* buf, size_t size) {
 
 RNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) try {
     if (dir == nullptr || file == nullptr || buf == nullptr) return fail_minus_one(EINVAL);
-    if (Device* d = find_device_by_path(dir)) {
-        auto text = device_file(*d, file);
-        if (!text) return fail_minus_one(ENOENT);
-        return copy_out(*text, buf, size);
-    }
+    // A file the daemon's Hello answers is answered from it, with or without rnic-sysfs's tree at
+    // ibdev_path; any other file is read from the filesystem (the tree, under rnic-run).
+    if (Device* d = find_device_by_path(dir))
+        if (auto text = device_file(*d, file)) return copy_out(*text, buf, size);
     const std::string path = std::string(dir) + "/" + file;
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;

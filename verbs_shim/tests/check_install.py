@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`cmake --install` and the installed rnic-run, away from the build tree:
  1. installs the build into a fresh temporary prefix and checks the layout: exactly the four
-    drop-in libraries in lib/rnic (no development links), rnic-run, rnicd, rnicctl and rnic-pcap
-    in bin, an rnic-run that does not name the build tree;
+    drop-in libraries in lib/rnic (no development links), rnic-run, rnic-sysfs, rnicd, rnicctl
+    and rnic-pcap in bin, an rnic-run that does not name the build tree;
  2. brings up a test bed whose daemon is the *installed* rnicd, and runs Debian's ibv_devices
     and ibv_devinfo -v through the *installed* rnic-run: the device, its GUID and GID 0
     (::ffff:<IPv4>, RoCE v2) must appear, and ldd must resolve every drop-in library a perftest
@@ -25,7 +25,7 @@ failures = []
 checks = 0
 
 DROPINS = ["libibverbs.so.1", "libmlx5.so.1", "libefa.so.1", "librdmacm.so.1"]
-PROGRAMS = ["rnic-run", "rnicd", "rnicctl", "rnic-pcap"]
+PROGRAMS = ["rnic-run", "rnic-sysfs", "rnicd", "rnicctl", "rnic-pcap"]
 
 
 def check(ok, what):

@@ -419,7 +419,16 @@ void Responder::complete_recv(QueuePair& qp, WcOpcode opcode, uint32_t byte_len,
         wc.imm_data = f.ext.ieth->rkey;
         wc.wc_flags |= WcFlag::WithInv;
     }
-    if (qp.is_ud()) wc.wc_flags |= WcFlag::Grh;
+    if (qp.is_ud()) {
+        wc.wc_flags |= WcFlag::Grh;
+        // IBA A17.4.5.1: a RoCEv2 UD completion tells whether the frame was IPv4 or IPv6, so the
+        // consumer knows where the destination address lies in the 40-byte GRH area. ibv_wc has
+        // no field for it; Mellanox NICs report it in the SL (bits 2:0: 1 IPv6, 2 IPv4), and UCX's
+        // ud_verbs reads it there to check the destination GID (with 0 it compares an IPv4
+        // frame's GRH area as an IPv6 header and drops every packet). SL means nothing else on a
+        // RoCE receive.
+        wc.sl = f.ip_version == 4 ? 2 : 1;
+    }
     core_.consume_recv(qp);
     core_.complete(qp, qp.init.recv_cq, wc);
 }

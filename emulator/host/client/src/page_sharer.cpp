@@ -82,7 +82,11 @@ int replace_with_memfd(Segment& s, const Vma& v) {
         }
         done += static_cast<size_t>(n);
     }
-    if (mremap(tmp, s.length, s.length, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
+    // The system call itself, not libc's mremap: UCX's memory hooks (libucm) replace mremap with
+    // a four-argument function that drops MREMAP_FIXED's new address, so through them the move
+    // failed with EINVAL and every UCX registration of private memory with it.
+    if (reinterpret_cast<void*>(syscall(SYS_mremap, tmp, s.length, s.length, MREMAP_MAYMOVE | MREMAP_FIXED, at)) ==
+        MAP_FAILED) {
         const int e = errno;
         munmap(tmp, s.length);
         if ((v.prot & PROT_READ) == 0) mprotect(at, s.length, v.prot);
