@@ -61,6 +61,9 @@ ALLOWED = {
     "device_cap_flags_ex": ("the same flags, plus IBTA 1.5's FLUSH_GLOBAL (bit 38) and ATOMIC_WRITE (bit 40), "
                             "which rxe has from kernel 6.2 on",
                             lambda a, b, c: int(b, 16) & ~int(a, 16) & ~((1 << 38) | (1 << 40)) == 0),
+    "Unknown flags": ("ibv_devinfo 44 has no names for bits 38 (FLUSH_GLOBAL) and 40 (ATOMIC_WRITE) of "
+                      "device_cap_flags_ex and prints them so; rxe 6.1 has neither",
+                      lambda a, b, c: a is None and b == hex((1 << 38) | (1 << 40))),
     "max_mw": ("rnicd's limit (4096 windows per device, DeviceLimits::max_mw; rxe 524287)", engine_limit),
     "max_mcast_grp": ("no multicast (ibv_attach_mcast: EOPNOTSUPP)", lambda a, b, c: b == "0"),
     "max_mcast_qp_attach": ("no multicast", lambda a, b, c: b == "0"),

@@ -15,7 +15,7 @@ using namespace rnic;
 using namespace rnic::host;
 using namespace rnic::host::test;
 
-TEST_CASE("ResizeCq: bad handles, sizes and a lying consumer index are EINVAL; a valid one maps a new ring") {
+TEST_CASE("ResizeCq: bad handles, sizes and a lying consumer index are EINVAL, a valid one maps a new ring") {
     Rig rig;
     RawClient c(rig.host->socket_path());
     REQUIRE(rig.hello(c).header.status == 0);
