@@ -11,8 +11,6 @@
 namespace rnic::transport {
 namespace {
 
-constexpr uint8_t kEcnCe = 3;
-
 void rearm_rate_timer(EngineCore& core, QueuePair& qp) {
     QpCongestion& cc = *qp.cc;
     if (auto next = cc.rp.next_event_ns())

@@ -23,7 +23,8 @@ namespace rnic::host::client {
 
 namespace {
 
-constexpr uint32_t kPrefetch = 0, kPrefetchWrite = 1, kPrefetchNoFault = 2;
+// ibv_advise_mr's advice: 0 PREFETCH (read), 1 PREFETCH_WRITE, 2 PREFETCH_NO_FAULT.
+constexpr uint32_t kPrefetchWrite = 1, kPrefetchNoFault = 2;
 constexpr uint32_t kFlagFlush = 1;
 
 }  // namespace
