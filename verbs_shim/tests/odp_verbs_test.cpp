@@ -196,7 +196,7 @@ TEST_CASE("explicit ODP region: remote WRITE and READ, and as local buffers", "[
 TEST_CASE("implicit ODP region: the whole address space, and a page unmapped under it", "[odp]") {
     Device d0(0), d1(1);
     Pages src(16 * 4096), dst(16 * 4096);
-    ibv_mr* smr = ibv_reg_mr(d0.pd, src.p, src.size, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* smr = ibv_reg_mr(d0.pd, src.p, src.size, int{IBV_ACCESS_LOCAL_WRITE});
     REQUIRE(smr != nullptr);
     ibv_mr* all = ibv_reg_mr(d1.pd, nullptr, SIZE_MAX, kOdp);
     REQUIRE(all != nullptr);
@@ -259,7 +259,7 @@ TEST_CASE("ibv_advise_mr: prefetch on ODP regions, errors", "[odp]") {
     ibv_sge past{buf.addr(7 * 4096), 8192, mr->lkey};  // beyond the region
     CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &past, 1) == EINVAL);
     std::vector<uint8_t> pinned(4096);
-    ibv_mr* plain = ibv_reg_mr(d.pd, pinned.data(), pinned.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* plain = ibv_reg_mr(d.pd, pinned.data(), pinned.size(), int{IBV_ACCESS_LOCAL_WRITE});
     REQUIRE(plain != nullptr);
     ibv_sge not_odp{reinterpret_cast<uintptr_t>(pinned.data()), 64, plain->lkey};
     CHECK(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &not_odp, 1) == EINVAL);
