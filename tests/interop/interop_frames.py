@@ -7,7 +7,7 @@ checks against the QP's path, the kernel's IPv4 input path):
     source than the QP's remote GID), destination = the VM's address;
   - UDP destination port 4791, source port in 0xC000-0xFFFF (RoCEv2 annex A17.3.4 range),
     UDP checksum 0 (a non-zero one would be verified by the kernel), UDP length = IP payload.
-Over IPv6 (link-local GIDs): traffic class 0, flow label 0, hop limit 64, next header UDP, the
+Over IPv6 (link-local GIDs): traffic class 0 (or ECT(0), as IPv4's TOS), flow label 0, hop limit 64, next header UDP, the
 same UDP rules, addresses the two link-local ones. Plain stdlib pcap reading."""
 import ipaddress
 import struct
@@ -67,14 +67,15 @@ def udp_problems(udp, ip_payload_length):
 
 
 def check_frame6(frame, src_ip, dst_ip):
-    """IPv6: traffic class 0, flow label 0, hop limit 64, next header UDP, as rxe sends them."""
+    """IPv6: traffic class 0 (ECT(0) allowed: DCQCN), flow label 0, hop limit 64, next header UDP, as rxe
+    sends them."""
     ip = frame[14:]
     problems = []
     first = struct.unpack("!I", ip[:4])[0]
     if first >> 28 != 6:
         problems.append(f"IP version {first >> 28}")
-    if (first >> 20) & 0xFF:
-        problems.append(f"traffic class 0x{(first >> 20) & 0xFF:02x} (rxe sends 0)")
+    if (first >> 20) & 0xFF not in (0x00, 0x02):  # as IPv4's TOS: ECT(0) on a QP's frames
+        problems.append(f"traffic class 0x{(first >> 20) & 0xFF:02x} (want DSCP 0 and ECN not-ECT or ECT(0))")
     if first & 0xFFFFF:
         problems.append(f"flow label 0x{first & 0xFFFFF:05x} (rxe sends 0)")
     plen, nh, hlim = struct.unpack("!HBB", ip[4:8])
@@ -104,8 +105,10 @@ def check_frame(frame, src_ip, dst_ip, src_ip6=None, dst_ip6=None):
     ver, ihl = ip[0] >> 4, ip[0] & 0xF
     if ver != 4 or ihl != 5:
         problems.append(f"IPv4 version {ver} IHL {ihl}")
-    if ip[1] != 0:
-        problems.append(f"TOS 0x{ip[1]:02x} (rxe sends DSCP 0, ECN 0)")
+    # rxe sends TOS 0; rnicd DSCP 0 too, with ECT(0) on a QP's frames (DCQCN on by default, as on
+    # RoCE NICs: docs/congestion.md) and not ECN-capable on the CM's (QP 1).
+    if ip[1] not in (0x00, 0x02):
+        problems.append(f"TOS 0x{ip[1]:02x} (want DSCP 0 and ECN not-ECT or ECT(0))")
     total = struct.unpack("!H", ip[2:4])[0]
     flags_frag = struct.unpack("!H", ip[6:8])[0]
     if flags_frag != 0x4000:
