@@ -5,6 +5,7 @@
 // checked, what a window does not grant (outside it, after invalidation, another QP) failing with
 // IBV_WC_REM_ACCESS_ERR, LOCAL_INV, SEND_WITH_INV (IBV_WC_WITH_INV), and rxe's errors.
 #define CATCH_CONFIG_MAIN
+#include "rc_bring_up.hpp"
 #include <catch2/catch.hpp>
 #include <infiniband/verbs.h>
 
@@ -74,35 +75,7 @@ ibv_qp* make_qp(Side& s) {
 }
 
 void bring_up(ibv_qp* qp, uint32_t remote_qpn, const ibv_gid& remote_gid) {
-    ibv_qp_attr at{};
-    at.qp_state = IBV_QPS_INIT;
-    at.port_num = 1;
-    at.qp_access_flags = kRemoteAll;
-    REQUIRE(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
-    at = {};
-    at.qp_state = IBV_QPS_RTR;
-    at.path_mtu = IBV_MTU_1024;
-    at.dest_qp_num = remote_qpn;
-    at.rq_psn = 7;
-    at.ah_attr.is_global = 1;
-    at.ah_attr.grh.dgid = remote_gid;
-    at.ah_attr.grh.hop_limit = 64;
-    at.ah_attr.port_num = 1;
-    at.max_dest_rd_atomic = 4;
-    at.min_rnr_timer = 1;
-    REQUIRE(ibv_modify_qp(qp, &at,
-                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-    at = {};
-    at.qp_state = IBV_QPS_RTS;
-    at.sq_psn = 7;
-    at.timeout = 14;
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 4;
-    REQUIRE(ibv_modify_qp(qp, &at,
-                          IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                              IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+    rnic::test::bring_up_rc(qp, remote_qpn, remote_gid, kRemoteAll, 7);
 }
 
 // An RC QP on each side, connected to each other.
