@@ -1,9 +1,13 @@
 // rnic-pcap: parse every RoCEv2 frame of pcap/pcapng files, verify its ICRC (which Wireshark
 // shows but never checks), check that frames to QP 1 carry a valid MAD and decode the CM messages
-// among them, print one line per packet and opcode and MAD histograms.
+// among them, print one line per packet and opcode and MAD histograms; --plot draws the PSNs of
+// each QP over time and the throughput as an SVG (psn_plot.hpp).
 // Exit 0 when every RoCEv2 frame is sound, 1 when any fails, 2 on usage or file errors.
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -14,6 +18,8 @@
 #include "frame_report.hpp"
 #include "mad_report.hpp"
 #include "pcap_file.hpp"
+#include "psn_events.hpp"
+#include "psn_plot.hpp"
 #include "rnic/wire/parser.hpp"
 
 namespace {
@@ -28,6 +34,8 @@ struct Options {
     bool json = false;
     bool quiet = false;  // summary only
     std::vector<std::string> files;
+    std::string plot;          // --plot FILE.svg
+    uint64_t plot_interval_ns = 0;  // --plot-interval US; 0: automatic
 };
 
 struct Failure {
@@ -47,16 +55,21 @@ struct FileResult {
 
 void usage(std::FILE* out) {
     std::fprintf(out,
-                 "usage: rnic-pcap [--json] [--quiet] FILE...\n"
+                 "usage: rnic-pcap [--json] [--quiet] [--plot OUT.svg [--plot-interval US]] FILE...\n"
                  "  Parses every RoCEv2 frame (UDP 4791) of each pcap/pcapng FILE, verifies its ICRC and\n"
                  "  that frames to QP 1 carry a valid MAD (decoding InfiniBand CM messages), prints one\n"
                  "  line per packet, an opcode histogram and a MAD histogram.\n"
                  "  --json   one JSON document on stdout instead of text\n"
                  "  --quiet  text mode: only the per-file summary and failures\n"
+                 "  --plot OUT.svg  also draw the capture (one FILE): per QP flow, PSNs over time (requests,\n"
+                 "           retransmissions, ACKs, NAKs by code, RNR NAKs and waits, READ responses, CNPs)\n"
+                 "           and each direction's throughput; frames that fail are left out\n"
+                 "  --plot-interval US  throughput interval in microseconds (default: 1/100 of the capture)\n"
                  "exit status: 0 all RoCEv2 frames sound, 1 some failed (named on stderr), 2 usage/file error\n");
 }
 
-FileResult check_file(const std::string& path, const Options& opt, nlohmann::json* json_packets) {
+FileResult check_file(const std::string& path, const Options& opt, nlohmann::json* json_packets,
+                      rnic::tools::PsnTracker* tracker) {
     PcapReader reader(path);
     if (reader.link_type() != kDltEthernet)
         throw std::runtime_error(path + ": link type " + std::to_string(reader.link_type()) + " is not Ethernet");
@@ -92,6 +105,7 @@ FileResult check_file(const std::string& path, const Options& opt, nlohmann::jso
             continue;
         }
         ++res.icrc_ok;
+        if (tracker) tracker->add(cf.index, cf.timestamp_ns, *parsed, static_cast<uint32_t>(cf.bytes.size()));
         ++res.histogram[std::string(parsed->info->name)];
         // QP 1 is the GSI: only MADs go there, in UD SEND ONLY frames.
         std::optional<rnic::tools::GsiReport> gsi;
@@ -155,6 +169,30 @@ void report_failures(const std::string& path, const FileResult& r) {
                  list.c_str());
 }
 
+// Writes the SVG and says what it holds on stderr (stdout stays the report, text or JSON).
+bool write_plot(const Options& opt, const std::string& path, const rnic::tools::PsnTracker& tracker) {
+    rnic::tools::PlotOptions po;
+    po.interval_ns = opt.plot_interval_ns;
+    const auto slash = path.find_last_of('/');
+    po.title = (slash == std::string::npos ? path : path.substr(slash + 1)) + ": PSN over time per QP flow";
+    rnic::tools::PlotSummary summary;
+    const std::string svg = rnic::tools::render_psn_plot(tracker, po, summary);
+    std::ofstream out(opt.plot, std::ios::binary | std::ios::trunc);
+    out << svg;
+    out.close();
+    if (!out) {
+        std::fprintf(stderr, "rnic-pcap: cannot write %s: %s\n", opt.plot.c_str(), std::strerror(errno));
+        return false;
+    }
+    std::string counts;
+    for (const auto& [cls, n] : summary.markers) counts += " " + cls + "=" + std::to_string(n);
+    std::fprintf(stderr, "rnic-pcap: plot %s: %zu flow panel(s)%s, throughput interval %llu ns,%s\n", opt.plot.c_str(),
+                 summary.panels,
+                 summary.panels_omitted ? (" (" + std::to_string(summary.panels_omitted) + " omitted)").c_str() : "",
+                 static_cast<unsigned long long>(summary.interval_ns), counts.empty() ? " no RoCEv2 frames" : counts.c_str());
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,11 +202,34 @@ int main(int argc, char** argv) {
         if (a == "--json") opt.json = true;
         else if (a == "--quiet" || a == "-q") opt.quiet = true;
         else if (a == "--help" || a == "-h") { usage(stdout); return 0; }
+        else if (a == "--plot" || a == "--plot-interval") {
+            if (i + 1 >= argc) { std::fprintf(stderr, "rnic-pcap: %s needs a value\n", a.c_str()); return 2; }
+            const std::string v = argv[++i];
+            if (a == "--plot") {
+                opt.plot = v;
+            } else {
+                char* end = nullptr;
+                const double us = std::strtod(v.c_str(), &end);
+                if (end == v.c_str() || *end != '\0' || !(us >= 0.001 && us <= 3.6e9)) {
+                    std::fprintf(stderr, "rnic-pcap: --plot-interval wants microseconds (0.001 to 3.6e9), not %s\n", v.c_str());
+                    return 2;
+                }
+                opt.plot_interval_ns = static_cast<uint64_t>(us * 1000.0);
+            }
+        }
         else if (!a.empty() && a[0] == '-') { std::fprintf(stderr, "rnic-pcap: unknown option %s\n", a.c_str()); usage(stderr); return 2; }
         else opt.files.push_back(a);
     }
     if (opt.files.empty()) {
         usage(stderr);
+        return 2;
+    }
+    if (!opt.plot.empty() && opt.files.size() != 1) {
+        std::fprintf(stderr, "rnic-pcap: --plot draws one capture; %zu given\n", opt.files.size());
+        return 2;
+    }
+    if (opt.plot.empty() && opt.plot_interval_ns) {
+        std::fprintf(stderr, "rnic-pcap: --plot-interval without --plot\n");
         return 2;
     }
 
@@ -177,12 +238,14 @@ int main(int argc, char** argv) {
     for (const std::string& path : opt.files) {
         nlohmann::json packets = nlohmann::json::array();
         FileResult r;
+        rnic::tools::PsnTracker tracker;
         try {
-            r = check_file(path, opt, opt.json ? &packets : nullptr);
+            r = check_file(path, opt, opt.json ? &packets : nullptr, opt.plot.empty() ? nullptr : &tracker);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "rnic-pcap: %s\n", e.what());
             return 2;
         }
+        if (!opt.plot.empty() && !write_plot(opt, path, tracker)) return 2;
         any_failed = any_failed || !r.failures.empty();
         report_failures(path, r);
         if (opt.json) {
