@@ -155,6 +155,15 @@ def check_corruption(plugin, tmp, bases):
     rows = tshark(plugin, path, ["frame.number", "rnic.icrc.status", "_ws.expert.message",
                                  "_ws.expert.severity"])
     check(len(rows) == len(records), f"corrupted copies: tshark read {len(rows)} of {len(records)} frames")
+    # tshark's expert summary, as Wireshark's Expert Information dialog lists it: one "Bad ICRC"
+    # error per corrupted copy, in the Checksum group.
+    r = subprocess.run(["tshark", "-n", "-X", f"lua_script:{plugin}", "-r", path, "-q", "-z", "expert,error"],
+                       capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if "Bad ICRC" in ln]
+    listed = sum(int(ln.split()[0]) for ln in lines if ln.split()[0].isdigit())
+    want_bad = sum(1 for _, want in expected if want == "bad")
+    check(listed == want_bad and all("Checksum" in ln and "RNIC" in ln for ln in lines),
+          f"tshark -z expert,error lists {listed} Bad ICRC error(s) in group Checksum (expected {want_bad})")
     for row, (what, want) in zip(rows, expected):
         got = row["rnic.icrc.status"]
         flagged = "Bad ICRC" in row["_ws.expert.message"]
