@@ -180,6 +180,12 @@ TEST_CASE("plot: panels past the limit are named, not drawn, and empty captures 
     CHECK(summary.panels_omitted == 3);
     CHECK(svg.find("3 more flow(s) not drawn") != std::string::npos);
 
+    Builder late;  // a frame stamped before the first one (merged captures)
+    late.add(kA, kB, wire::op::kRcSendOnly, 0x12, 1, {}, 5000);
+    late.add(kA, kB, wire::op::kRcSendOnly, 0x12, 2, {}, 3000);
+    CHECK(late.tracker.first_ns() == 3000);
+    CHECK(late.tracker.last_ns() == 5000);
+
     PsnTracker empty;
     svg = render_psn_plot(empty, PlotOptions{}, summary);
     CHECK(summary.panels == 0);

@@ -38,7 +38,8 @@ int32_t psn_offset(uint32_t psn, uint32_t base) {
 }
 
 void PsnTracker::add(uint64_t frame_index, uint64_t time_ns, const wire::RoceFrame& f, uint32_t frame_bytes) {
-    if (!any_) first_ns_ = time_ns;
+    // Captures merged from several sources may step back in time: the axes start at the earliest.
+    if (!any_ || time_ns < first_ns_) first_ns_ = time_ns;
     any_ = true;
     last_ns_ = std::max(last_ns_, time_ns);
     const std::string src = f.src_gid.to_ip_string();
