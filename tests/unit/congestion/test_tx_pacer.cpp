@@ -11,8 +11,8 @@ TEST_CASE("frames are spaced by their wire time at the current rate", "[pacer]")
     CHECK(pacer.earliest_departure_ns(1'000'000) == 10'000);
     CHECK_FALSE(pacer.may_send(9'999, 1'000'000));
     CHECK(pacer.may_send(10'000, 1'000'000));
-    pacer.on_sent(1'250, 10'000, 100'000);  // at 100 Mb/s: 100 us
-    CHECK(pacer.earliest_departure_ns(100'000) == 110'000);
+    pacer.on_sent(1'250, 10'000, 1'000'000);
+    CHECK(pacer.earliest_departure_ns(100'000) == 110'000);  // cut to 100 Mb/s since: 100 us
 }
 
 TEST_CASE("an idle QP banks no credit for a burst", "[pacer]") {
