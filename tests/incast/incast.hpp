@@ -72,6 +72,7 @@ struct Phase {
     // From begin_ns until every active flow's windowed rate stays within tolerance of the fair
     // share for the rest of the phase; nullopt if it never does.
     std::optional<TimeNs> convergence_ns;
+    std::optional<TimeNs> convergence_loose_ns;  // the same within twice the tolerance
     // Over the phase's second half (its steady state):
     double jain = 0;         // of the active flows' mean rates
     double utilisation = 0;  // bottleneck bytes out / capacity
@@ -92,6 +93,7 @@ struct Result {
     uint64_t cuts = 0;
     uint64_t retransmitted_packets = 0;
     uint64_t bytes_delivered = 0;  // through the bottleneck
+    TimeNs drain_ns = 0;           // after the end, until the last WRITE completed
 };
 
 Result run(const Scenario& scenario);
