@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "incast.hpp"
 
@@ -13,7 +14,8 @@ namespace {
 
 int usage() {
     std::cerr << "usage: incast_sim (--flows N | --arrive-leave) [--params paper|nvidia] [--no-dcqcn]\n"
-                 "                  [--enqueue-marking] [--duration-ms MS] [--seed S] [--csv FILE]\n"
+                 "                  [--enqueue-marking] [--duration-ms MS] [--seed S] [--cc NAME=VALUE]...\n"
+                 "                  [--csv FILE]\n"
                  "  N senders (1-64) into one receiver through a 40 Gb/s switch port with RED ECN marking;\n"
                  "  the CSV (default: stdout) holds queue depth and every flow's rate over simulated time.\n";
     return 2;
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
     long duration_ms = 0;
     unsigned long long seed = 1;
     std::string csv;
+    std::vector<std::string> knobs;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -59,6 +62,10 @@ int main(int argc, char** argv) {
             const char* v = value();
             if (!v) return usage();
             seed = std::strtoull(v, nullptr, 0);
+        } else if (a == "--cc") {
+            const char* v = value();
+            if (!v) return usage();
+            knobs.emplace_back(v);
         } else if (a == "--csv") {
             const char* v = value();
             if (!v) return usage();
@@ -74,7 +81,14 @@ int main(int argc, char** argv) {
         s.duration_ns = static_cast<TimeNs>(duration_ms) * rnic::sim::kMillisecond;
         for (Flow& f : s.flows) f.stop_ns = s.duration_ns;
     }
+    for (const std::string& k : knobs)
+        if (const auto error = rnic::cc::set_param_assignment(s.params, k)) {
+            std::cerr << "incast_sim: --cc " << k << ": " << *error << "\n";
+            return 2;
+        }
+    if (!knobs.empty()) s.name += " with --cc changes";
     s.dcqcn = !no_dcqcn;
+    if (no_dcqcn) s.name = s.name.substr(0, s.name.find(" (")) + " (no DCQCN)";
     if (enqueue) s.bottleneck.mark_point = rnic::sim::EcnMarkPoint::kEnqueue;
     s.seed = seed;
     try {
