@@ -71,7 +71,7 @@ private:
     uint64_t target_kbps_;
     // alpha with 20 fraction bits. The published alpha is a real number; at 10 bits every
     // update floors, and a decay step alpha * g / 1024 then removes at least 1/1024 however
-    // small alpha is (with g = 1020, four times the exact step at alpha 0.1), so under light
+    // small alpha is (with g = 1020, 2.5 times the exact step at alpha 0.1), so under light
     // marking alpha collapses to 0 and cuts stop cutting (docs/congestion.md, "Incast").
     uint64_t alpha_ = 0;
     bool seen_cnp_ = false;        // the first CNP ever uses initial_alpha_value
