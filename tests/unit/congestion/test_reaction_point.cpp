@@ -176,7 +176,7 @@ TEST_CASE("a long spell without CNPs ages alpha to 0 in bounded work", "[dcqcn]"
     CHECK(rp.alpha() == 5);  // 0 * 1019 / 1024 + (1024 - 1019)
 }
 
-TEST_CASE("a small alpha decays by g, not by a whole 1/1024 per period", "[dcqcn]") {
+TEST_CASE("a small alpha decays by g and not by a whole 1/1024 per period", "[dcqcn]") {
     // g = 1/256 (the paper's): exact decay of alpha 0.1 (102/1024) is 0.4/1024 per period.
     // Floored at 10 bits it lost 1/1024 per period and reached 0 after 102 periods; kept with
     // 20 bits it follows (1 - 1/256)^n: 102 * (1020/1024)^100 = 68.96, ^500 = 14.41.
