@@ -1,6 +1,7 @@
 #include "incast.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <memory>
