@@ -15,8 +15,10 @@ namespace {
 int usage() {
     std::cerr << "usage: incast_sim (--flows N | --arrive-leave) [--params paper|nvidia] [--no-dcqcn]\n"
                  "                  [--enqueue-marking] [--duration-ms MS] [--seed S] [--cc NAME=VALUE]...\n"
+                 "                  [--host-gbps G] [--bottleneck-gbps G] [--kmin B] [--kmax B] [--pmax P]\n"
                  "                  [--csv FILE]\n"
-                 "  N senders (1-64) into one receiver through a 40 Gb/s switch port with RED ECN marking;\n"
+                 "  N senders (1-64) into one receiver through a switch port with RED ECN marking (defaults:\n"
+                 "  40 Gb/s everywhere, Kmin 5 KB, Kmax 200 KB, Pmax 0.01, marking on dequeue);\n"
                  "  the CSV (default: stdout) holds queue depth and every flow's rate over simulated time.\n";
     return 2;
 }
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
     unsigned long long seed = 1;
     std::string csv;
     std::vector<std::string> knobs;
+    double host_gbps = 0, bottleneck_gbps = 0, pmax = -1;
+    long long kmin = -1, kmax = -1;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -62,6 +66,16 @@ int main(int argc, char** argv) {
             const char* v = value();
             if (!v) return usage();
             seed = std::strtoull(v, nullptr, 0);
+        } else if (a == "--host-gbps" || a == "--bottleneck-gbps" || a == "--pmax") {
+            const char* v = value();
+            const double x = v ? std::strtod(v, nullptr) : 0;
+            if (!(x > 0 && x <= 1000) || (a == "--pmax" && x > 1)) return usage();
+            (a == "--host-gbps" ? host_gbps : a == "--bottleneck-gbps" ? bottleneck_gbps : pmax) = x;
+        } else if (a == "--kmin" || a == "--kmax") {
+            const char* v = value();
+            const long long x = v ? std::strtoll(v, nullptr, 10) : -1;
+            if (x < 0 || x > 1'000'000'000) return usage();
+            (a == "--kmin" ? kmin : kmax) = x;
         } else if (a == "--cc") {
             const char* v = value();
             if (!v) return usage();
@@ -87,6 +101,12 @@ int main(int argc, char** argv) {
             return 2;
         }
     if (!knobs.empty()) s.name += " with --cc changes";
+    if (host_gbps > 0) s.rate_bps = static_cast<uint64_t>(host_gbps * 1e9);
+    s.bottleneck.rate_bps = bottleneck_gbps > 0 ? static_cast<uint64_t>(bottleneck_gbps * 1e9) : s.rate_bps;
+    if (kmin >= 0) s.bottleneck.kmin_bytes = static_cast<uint64_t>(kmin);
+    if (kmax >= 0) s.bottleneck.kmax_bytes = static_cast<uint64_t>(kmax);
+    if (pmax >= 0) s.bottleneck.pmax = pmax;
+    if (s.bottleneck.kmax_bytes <= s.bottleneck.kmin_bytes) return usage();
     s.dcqcn = !no_dcqcn;
     if (no_dcqcn) s.name = s.name.substr(0, s.name.find(" (")) + " (no DCQCN)";
     if (enqueue) s.bottleneck.mark_point = rnic::sim::EcnMarkPoint::kEnqueue;
