@@ -9,6 +9,8 @@ packages=(
   catch2 zlib1g-dev libisal-dev libpcap-dev nlohmann-json3-dev libibverbs-dev librdmacm-dev
   clang libclang-rt-14-dev libbpf-dev
   tshark python3 python3-scapy
+  # tools/plot-incast.py (the DCQCN incast plots of docs/congestion.md and their CTest)
+  python3-matplotlib
   libdpdk-dev librte-net-af-packet23 libspdlog-dev libboost-dev
   iproute2 nftables iputils-ping iperf3 sockperf
   perftest ibverbs-utils rdmacm-utils python3-pyverbs infiniband-diags

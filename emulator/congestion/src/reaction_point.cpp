@@ -7,6 +7,9 @@ namespace {
 
 constexpr uint64_t kNsPerUs = 1000;
 constexpr uint64_t kKbpsPerMbps = 1000;
+// alpha's internal fixed point: the knobs' 10 fraction bits plus these.
+constexpr unsigned kAlphaExtraBits = 10;
+constexpr uint64_t kAlphaInternalMax = uint64_t{kAlphaMax} << kAlphaExtraBits;
 
 // Rounds up so fast recovery reaches the target instead of stalling one kb/s below it.
 uint64_t midpoint_up(uint64_t a, uint64_t b) noexcept {
@@ -36,18 +39,23 @@ uint64_t ReactionPoint::alpha_period_ns() const noexcept {
     return std::max<uint64_t>(params_.rp_dce_tcp_rtt, 1) * kNsPerUs;
 }
 
+uint32_t ReactionPoint::alpha() const noexcept {
+    return static_cast<uint32_t>((alpha_ + (uint64_t{1} << (kAlphaExtraBits - 1))) >> kAlphaExtraBits);
+}
+
 void ReactionPoint::age_alpha(uint64_t until_ns) {
     if (!seen_cnp_ || alpha_next_ns_ > until_ns) return;
     const uint64_t period = alpha_period_ns();
     const uint32_t g = std::min(params_.rp_dce_tcp_g, kAlphaMax);
     if (cnp_in_alpha_period_) {
-        alpha_ = std::min(alpha_ * g / kAlphaOne + (kAlphaOne - g), kAlphaMax);
+        alpha_ = std::min(alpha_ * g / kAlphaOne + (uint64_t{kAlphaOne - g} << kAlphaExtraBits), kAlphaInternalMax);
         cnp_in_alpha_period_ = false;
         alpha_next_ns_ += period;
     }
     if (alpha_next_ns_ > until_ns) return;
     // Periods without a CNP only decay alpha; each step lowers a non-zero alpha by at least 1
-    // (g <= 1023), so at most 1023 steps matter however long the QP was quiet.
+    // unit and by alpha/1024 (g <= 1023), so fewer than 16,000 steps reach 0 from any alpha
+    // (ln 2^20 * 1024 + 1024) however long the QP was quiet.
     const uint64_t periods = (until_ns - alpha_next_ns_) / period + 1;
     for (uint64_t i = 0; i < periods && alpha_ != 0; ++i) alpha_ = alpha_ * g / kAlphaOne;
     alpha_next_ns_ += periods * period;
@@ -68,7 +76,8 @@ void ReactionPoint::cut(uint64_t now_ns) {
                        (params_.rp_clamp_tgt_rate_after_time_inc != 0 && raised_by_timer_);
     if (clamp || !limited_) target_kbps_ = current_kbps_;
     const uint32_t gd = std::min(params_.rp_gd, 31u);
-    const uint64_t reduction = (current_kbps_ * alpha_) >> gd;
+    // Rates below 2^40 kb/s keep the product within 64 bits.
+    const uint64_t reduction = (current_kbps_ * alpha_) >> (gd + kAlphaExtraBits);
     const uint64_t floor_by_factor = current_kbps_ * std::min(params_.rp_min_dec_fac, 100u) / 100;
     const uint64_t floor_by_min = uint64_t{params_.rp_min_rate} * kKbpsPerMbps;
     uint64_t next = current_kbps_ - std::min(reduction, current_kbps_);
@@ -85,7 +94,7 @@ void ReactionPoint::on_cnp(uint64_t now_ns) {
     ++stats_.cnps;
     if (!seen_cnp_) {
         seen_cnp_ = true;
-        alpha_ = std::min(params_.rp_initial_alpha_value, kAlphaMax);
+        alpha_ = uint64_t{std::min(params_.rp_initial_alpha_value, kAlphaMax)} << kAlphaExtraBits;
         alpha_next_ns_ = now_ns + alpha_period_ns();
         cnp_in_alpha_period_ = false;  // the initial value already stands for this CNP
         if (params_.rp_rate_to_set_on_first_cnp != 0) {

@@ -82,8 +82,9 @@ size_t EngineCore::emit_cnps(FrameSink& sink, size_t max_frames) {
 
 bool EngineCore::hold_for_pacing(QueuePair& qp) {
     QpCongestion& cc = *qp.cc;
-    if (!cc.rp.limited() || cc.pacer.may_send(now)) return false;
-    arm(cc.pace_timer, cc.pacer.earliest_departure_ns());
+    const uint64_t rate = cc.rp.current_rate_kbps();
+    if (!cc.rp.limited() || cc.pacer.may_send(now, rate)) return false;
+    arm(cc.pace_timer, cc.pacer.earliest_departure_ns(rate));
     return true;
 }
 
@@ -99,6 +100,9 @@ void EngineCore::on_congestion_timer(QueuePair& qp, TimerKind kind) {
     if (kind == TimerKind::CongestionRate) {
         qp.cc->rp.advance(now);
         rearm_rate_timer(*this, qp);
+        // A raised rate shortens the pacing gap at once (TxPacer): the QP is offered a turn
+        // below, and hold_for_pacing() re-arms the pace timer at the new departure if it must
+        // still wait.
     }
     // Either timer may have released the QP: a rate increase ends pacing, the pace timer is due.
     if (requester.has_work(qp)) mark_ready(qp);

@@ -38,6 +38,11 @@ void Simulator::connect_all(const LinkConfig& config) {
             if (!link_index_.contains({a, b})) connect(a, b, config);
 }
 
+void Simulator::set_uplink(NodeId node, NodeId gateway) {
+    find_link(node, gateway);  // throws when they are not connected
+    uplink_[node] = gateway;
+}
+
 Link& Simulator::find_link(NodeId from, NodeId to) const {
     const auto it = link_index_.find({from, to});
     if (it == link_index_.end())
@@ -79,7 +84,11 @@ void Simulator::forward(NodeId from, std::span<const uint8_t> frame) {
         return;
     }
     const auto node = by_mac_.find(*dst);
-    const auto it = node == by_mac_.end() ? link_index_.end() : link_index_.find({from, node->second});
+    auto it = node == by_mac_.end() ? link_index_.end() : link_index_.find({from, node->second});
+    if (it == link_index_.end() && node != by_mac_.end() && node->second != from) {
+        const auto up = uplink_.find(from);
+        if (up != uplink_.end()) it = link_index_.find({from, up->second});
+    }
     if (it == link_index_.end()) {
         ++counters_.unroutable;
         emit(TraceKind::kUnroutable, from, kNoNode, frame);

@@ -1,5 +1,5 @@
 // DCQCN reaction point against sequences computed by hand from the rules in docs/congestion.md
-// (rates in kb/s, alpha in 1/1024, times in ns).
+// (rates in kb/s, alpha in 1/1024 as reported, times in ns).
 #include <catch2/catch.hpp>
 
 #include "rnic/congestion/reaction_point.hpp"
@@ -58,28 +58,29 @@ TEST_CASE("clamped target: alpha decays between CNPs and both increases move the
     CHECK(rp.current_rate_kbps() == 500'489);
     CHECK(rp.target_rate_kbps() == 1'000'000);
 
-    // 100 alpha periods without a CNP: 1023 decays by 1019/1024 per period to 590. The cut
-    // is 500,489 * 590 / 2048 = 144,183 and the target is clamped to the rate before it.
+    // 100 alpha periods without a CNP: 1023 decays by 1019/1024 per period to 627.04 (kept
+    // with 20 fraction bits: 642,057 / 2^20). The cut is 500,489 * 642,057 / 2^21 = 153,228
+    // and the target is clamped to the rate before it.
     rp.on_cnp(us(100));
-    CHECK(rp.alpha() == 590);
-    CHECK(rp.current_rate_kbps() == 356'306);
+    CHECK(rp.alpha() == 627);
+    CHECK(rp.current_rate_kbps() == 347'261);
     CHECK(rp.target_rate_kbps() == 500'489);
     CHECK(rp.stats().cuts == 2);
 
     rp.advance(us(400));  // T = 1: fast recovery
-    CHECK(rp.current_rate_kbps() == 428'398);
+    CHECK(rp.current_rate_kbps() == 423'875);
     CHECK(rp.target_rate_kbps() == 500'489);
     rp.advance(us(1'000));  // T = 2 and T = 3: additive increase twice, +5 Mb/s each
     CHECK(rp.target_rate_kbps() == 510'489);
-    CHECK(rp.current_rate_kbps() == 488'717);
+    CHECK(rp.current_rate_kbps() == 487'586);
     CHECK(rp.timer_count() == 3);
 
     rp.on_bytes_sent(32'767, us(1'001));  // BC = 1: additive
     CHECK(rp.target_rate_kbps() == 515'489);
-    CHECK(rp.current_rate_kbps() == 502'103);
+    CHECK(rp.current_rate_kbps() == 501'538);
     rp.on_bytes_sent(32'767, us(1'002));  // BC = 2 > F and T = 3 > F: hyper, i = 1: +50 Mb/s
     CHECK(rp.target_rate_kbps() == 565'489);
-    CHECK(rp.current_rate_kbps() == 533'796);
+    CHECK(rp.current_rate_kbps() == 533'514);
 }
 
 TEST_CASE("alpha rises at the end of a period that saw a CNP and falls otherwise", "[dcqcn]") {
@@ -91,10 +92,10 @@ TEST_CASE("alpha rises at the end of a period that saw a CNP and falls otherwise
     CHECK(rp.alpha() == 500);
     rp.on_cnp(us(0) + 500);    // inside the first period: only marks it
     CHECK(rp.alpha() == 500);
-    rp.advance(us(1));         // 500 * 1019 / 1024 + 5 = 502
-    CHECK(rp.alpha() == 502);
-    rp.advance(us(2));         // no CNP in [1, 2) us: 502 * 1019 / 1024 = 499
-    CHECK(rp.alpha() == 499);
+    rp.advance(us(1));         // 500 * 1019 / 1024 + 5 = 502.56, reported rounded
+    CHECK(rp.alpha() == 503);
+    rp.advance(us(2));         // no CNP in [1, 2) us: 502.56 * 1019 / 1024 = 500.10
+    CHECK(rp.alpha() == 500);
 }
 
 TEST_CASE("CNPs inside one monitor period fold into one cut at its end", "[dcqcn]") {
@@ -173,4 +174,37 @@ TEST_CASE("a long spell without CNPs ages alpha to 0 in bounded work", "[dcqcn]"
     CHECK(rp.current_rate_kbps() == rate);
     rp.advance(us(100'002));
     CHECK(rp.alpha() == 5);  // 0 * 1019 / 1024 + (1024 - 1019)
+}
+
+TEST_CASE("a small alpha decays by g and not by a whole 1/1024 per period", "[dcqcn]") {
+    // g = 1/256 (the paper's): exact decay of alpha 0.1 (102/1024) is 0.4/1024 per period.
+    // Floored at 10 bits it lost 1/1024 per period and reached 0 after 102 periods; kept with
+    // 20 bits it follows (1 - 1/256)^n: 102 * (1020/1024)^100 = 68.96, ^500 = 14.41.
+    DcqcnParams params;
+    params.rp_dce_tcp_g = 1020;
+    params.rp_initial_alpha_value = 102;
+    params.rp_time_reset = 131'071;  // stay limited, no increase in the way
+    ReactionPoint rp(params, 10'000);
+    rp.on_cnp(0);
+    rp.advance(us(100));
+    CHECK(rp.alpha() == 69);
+    rp.advance(us(500));
+    CHECK(rp.alpha() == 14);
+}
+
+TEST_CASE("under light marking alpha settles near the fraction of periods with a CNP", "[dcqcn]") {
+    // One CNP every 10th alpha period with g = 1/256: the real-valued recursion (one rise
+    // a(1-g) + g, nine decays a(1-g)) settles at 100.6/1024 at the end of a cycle. At 10 bits
+    // the floored decay (1 per period below alpha 256/1024) outran the rise (+3) and alpha sat
+    // at 0, so CNPs cut nothing.
+    DcqcnParams params;
+    params.rp_dce_tcp_g = 1020;
+    params.rp_dce_tcp_rtt = 1;
+    params.rp_rate_reduce_monitor_period = 1;
+    params.rp_time_reset = 131'071;
+    ReactionPoint rp(params, 10'000);
+    for (uint64_t t = 0; t < 20'000; t += 10) rp.on_cnp(us(t) + 500);
+    rp.advance(us(20'001));  // the end of a cycle: a rise and nine decays since the last CNP
+    CHECK(rp.alpha() >= 99);
+    CHECK(rp.alpha() <= 102);
 }

@@ -48,7 +48,8 @@ public:
     bool limited() const noexcept { return limited_; }
     uint64_t current_rate_kbps() const noexcept { return current_kbps_; }
     uint64_t target_rate_kbps() const noexcept { return target_kbps_; }
-    uint32_t alpha() const noexcept { return alpha_; }
+    // alpha in 1/1024 (rounded), as mlx5 reports it; kept internally with kAlphaExtraBits more.
+    uint32_t alpha() const noexcept;
     uint32_t timer_count() const noexcept { return timer_count_; }
     uint32_t byte_count_events() const noexcept { return byte_events_; }
     const ReactionPointStats& stats() const noexcept { return stats_; }
@@ -68,7 +69,11 @@ private:
     uint64_t port_rate_mbps_;
     uint64_t current_kbps_;
     uint64_t target_kbps_;
-    uint32_t alpha_ = 0;
+    // alpha with 20 fraction bits. The published alpha is a real number; at 10 bits every
+    // update floors, and a decay step alpha * g / 1024 then removes at least 1/1024 however
+    // small alpha is (with g = 1020, 2.5 times the exact step at alpha 0.1), so under light
+    // marking alpha collapses to 0 and cuts stop cutting (docs/congestion.md, "Incast").
+    uint64_t alpha_ = 0;
     bool seen_cnp_ = false;        // the first CNP ever uses initial_alpha_value
     bool limited_ = false;         // below max rate: timers and byte counter run
     bool cnp_in_alpha_period_ = false;

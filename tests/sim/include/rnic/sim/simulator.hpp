@@ -96,6 +96,9 @@ public:
     void connect(NodeId a, NodeId b, const LinkConfig& a_to_b, const LinkConfig& b_to_a);
     // Every pair of nodes, both directions, one config: a switch with uniform ports.
     void connect_all(const LinkConfig& config);
+    // A host's single cable: unicast frames from `node` to a destination it has no link of its
+    // own to go to `gateway` (a SwitchNode, which forwards them on). Both must be connected.
+    void set_uplink(NodeId node, NodeId gateway);
     // The direction from -> to; throws std::out_of_range when not connected.
     Link& link(NodeId from, NodeId to);
     const Link& link(NodeId from, NodeId to) const;
@@ -155,6 +158,7 @@ private:
     std::map<MacAddr, NodeId> by_mac_;
     std::deque<Link> links_;  // a deque keeps Link& and Delivery::link valid as links are added
     std::map<std::pair<NodeId, NodeId>, Link*> link_index_;
+    std::map<NodeId, NodeId> uplink_;
     std::vector<Delivery> queue_;  // a heap under LaterFirst
     std::function<void(const TraceEvent&)> trace_;
     SimulatorCounters counters_;
