@@ -24,7 +24,7 @@ bool is_rc_ack(std::span<const uint8_t> f) {
     return f.size() >= kEthIpUdpBth + 4 + 4 && f[12] == 0x08 && f[13] == 0x00 && f[14 + 20 + 8] == 0x11;
 }
 
-// The frame of an RNR NAK turned into a PSN-sequence-error NAK for the same PSN: what an rxe
+// The frame of an RNR NAK turned into a PSN-sequence-error NAK for the same PSN: what a
 // responder sends when the requester's next packet in flight reaches it after the RNR NAK.
 std::vector<uint8_t> as_sequence_nak(std::span<const uint8_t> rnr) {
     std::vector<uint8_t> f(rnr.begin(), rnr.end());
@@ -43,9 +43,10 @@ struct SlowReceiverRun {
 
 // ib_send_bw -F -m 1024 -s 2048 -n MESSAGES, client -t 8: the sender keeps 8 SENDs posted; the
 // receiver posts one receive every `recv_interval_ns`, so each message waits several RNR timers
-// (min_rnr_timer 12 = 0.64 ms). With `echo_seq_nak`, every RNR NAK b sends is followed by a
-// sequence NAK for the same PSN, as an rxe responder does, sent `echo_delay_ns` after it (0: at
-// once, inside the requester's RNR wait; longer than the RNR timer: after the wait).
+// (min_rnr_timer 12 = 0.64 ms). b's responder itself follows each RNR NAK with one sequence NAK
+// for the same PSN when packets were in flight behind it (as rxe does). With `echo_seq_nak`,
+// every RNR NAK b sends is followed by one more such NAK, injected `echo_delay_ns` after it (0:
+// at once, inside the requester's RNR wait; longer than the RNR timer: after the wait).
 SlowReceiverRun run_slow_receiver(uint64_t seed, uint32_t messages, uint64_t recv_interval_ns, bool echo_seq_nak,
                                   uint64_t echo_delay_ns = 0, double loss = 0) {
     constexpr uint32_t kSize = 2048, kDepth = 8;
@@ -154,7 +155,7 @@ TEST_CASE("RNR rounds: a slow receiver under an 8-deep send queue never exhausts
     CHECK(r.a.packet_seq_err == 0);
 }
 
-TEST_CASE("RNR rounds: a sequence NAK echoing each RNR NAK (as rxe sends) is not charged to retry_cnt",
+TEST_CASE("RNR rounds: an extra sequence NAK echoing each RNR NAK is not charged to retry_cnt",
           "[engine][rnr]") {
     constexpr uint32_t kMessages = 24;
     const SlowReceiverRun r = run_slow_receiver(62, kMessages, 6'000'000, /*echo_seq_nak=*/true);
