@@ -105,6 +105,11 @@ def scenarios():
                  PERFTEST_OK, 60),
         Scenario("jumbo", "ib_write_lat -s 64", "ib_write_lat", [*f, "-s", "64", "-n", "100"], PERFTEST_OK, 60),
         Scenario("jumbo", "ib_read_lat -s 64", "ib_read_lat", [*f, "-s", "64", "-n", "100"], PERFTEST_OK, 60),
+        # One receive posted at a time (-r 1) against 8 SENDs in flight (-t 8): RNR NAKs, each
+        # followed by a PSN-sequence NAK for the same PSN, which must not cost retry_cnt
+        # (docs/transport.md).
+        Scenario("jumbo", "ib_send_bw -m 1024 -s 2048 -r 1 -t 8 (RNR rounds)", "ib_send_bw",
+                 [*f, "-m", "1024", "-s", "2048", "-n", "200", "-r", "1", "-t", "8"], PERFTEST_OK, 120),
     ]
     # RoCEv2 over IPv6 between the two link-local GIDs.
     v6 = {"host_gid": "1", "vm_gid": "0"}

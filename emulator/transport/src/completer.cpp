@@ -54,6 +54,7 @@ void Completer::progress(QueuePair& qp) {
     qp.comp.retry_left = qp.attr.retry_cnt;
     qp.comp.rnr_retry_left = qp.attr.rnr_retry;
     qp.comp.read_gap_reported = false;
+    qp.comp.rnr_nak_pending = false;
     arm_timer(qp);
 }
 
@@ -140,6 +141,7 @@ void Completer::on_ack(QueuePair& qp, const RoceFrame& f) {
                 }
                 --c.rnr_retry_left;
             }
+            c.rnr_nak_pending = true;
             core_.arm(c.rnr, core_.now + rnr_timer_ns(syn.value));
             core_.cancel(c.retransmit);
             core_.requester.rewind(qp, psn);
@@ -150,9 +152,7 @@ void Completer::on_ack(QueuePair& qp, const RoceFrame& f) {
             if (psn != c.una_psn) break;
             switch (syn.nak_code()) {
                 case NakCode::PsnSequenceError:
-                    ++qp.counters.seq_naks_received;
-                    ++qp.counters.packet_seq_err;
-                    retry(qp, psn, WcStatus::RetryExcErr);
+                    on_sequence_nak(qp, psn);
                     break;
                 case NakCode::InvalidRequest:
                     ++qp.counters.remote_invalid_request_errors;

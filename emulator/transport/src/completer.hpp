@@ -32,6 +32,8 @@ private:
     void on_ack(QueuePair& qp, const wire::RoceFrame& f);
     void on_read_response(QueuePair& qp, const wire::RoceFrame& f);
     void on_atomic_ack(QueuePair& qp, const wire::RoceFrame& f);
+    // A PSN-sequence-error NAK for una_psn (completer_sequence_nak.cpp).
+    void on_sequence_nak(QueuePair& qp, uint32_t psn);
     // Everything up to and including `psn` is acknowledged; false if a READ/atomic in that
     // range lacks its data (an implied NAK).
     bool ack_through(QueuePair& qp, uint32_t psn);

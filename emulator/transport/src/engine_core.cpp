@@ -60,7 +60,7 @@ void EngineCore::reset_qp(QueuePair& qp) {
     qp.comp.una_psn = 0;
     qp.comp.ack_cursor = 0;
     qp.comp.retry_left = qp.comp.rnr_retry_left = 0;
-    qp.comp.read_gap_reported = qp.comp.sqd_notified = false;
+    qp.comp.read_gap_reported = qp.comp.sqd_notified = qp.comp.rnr_nak_pending = false;
     qp.resp.epsn = qp.resp.msn = 0;
     qp.resp.nak_sent = false;
     qp.resp.recv = {};

@@ -67,6 +67,10 @@ struct CompleterState {
     uint8_t retry_left = 0;
     uint8_t rnr_retry_left = 0;
     bool read_gap_reported = false;  // one retransmission per lost READ response
+    // An RNR NAK for una_psn came and nothing was acknowledged since: a sequence NAK for that
+    // PSN is then the responder's echo of our packets in flight behind it, not a loss, and is
+    // not charged to retry_cnt (see Completer::on_sequence_nak).
+    bool rnr_nak_pending = false;
     bool sqd_notified = false;
     Timer retransmit;  // ACK timeout
     Timer rnr;         // waiting out an RNR NAK
