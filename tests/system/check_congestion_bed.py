@@ -202,4 +202,8 @@ except Exception as e:  # a broken step names itself
     check(False, f"{type(e).__name__}: {e}")
 finally:
     subprocess.run([testbed, "down"], env=env, capture_output=True, timeout=60)
+    if not checks.failures:  # a few hundred MB each; kept when something failed
+        for side in ("a", "b"):
+            if os.path.exists(f"{state}/{side}.pcap"):
+                os.remove(f"{state}/{side}.pcap")
 sys.exit(checks.finish())
