@@ -3,14 +3,16 @@
 steady RC WRITE stream from rnic0 to rnic1 (Debian's ib_write_bw through rnic-run, 64 KiB
 messages, paced by perftest's software limiter at 400 Mb/s so the captures stay small), and
 the link marking CE on half of the ECT frames A sends (tools/testbed.sh mark, XDP on B's veth)
-for a few seconds in the middle of the stream. Checked:
+for a few seconds in the middle of the stream; then 300 WRITEs over IPv6 (GID 2, fd77::) with 30 %
+marked, for the program's traffic-class path. Checked:
   wire      every frame of both captures passes rnic-pcap (ICRC included, CNPs too); every
             WRITE rnic0 sends is ECT(0); none is CE in rnic0's capture (it is marked after it
             left), about half are CE in rnic1's while marking is on, none outside;
   CNPs      rnic1 answers with CNPs (opcode 0x81, BECN, PSN 0, DSCP 48, not ECT) to rnic0's
             QP, only while marking is on;
   counters  rnic1's np_ecn_marked_roce_packets = the CE frames in its capture, its np_cnp_sent
-            = the CNPs it sent there; rnic0's rp_cnp_handled = the CNPs in its capture (the
+            = the CNPs it sent there; rnic0's rp_cnp_handled = the CNPs in its capture, IPv4 and
+            IPv6 together (the
             captures hold the daemons' whole lives, so the counts are exact); per QP,
             cnps_sent (rnic1) = cnps_received (rnic0) = np_cnp_sent;
   rate      rnicctl qp shows rnic0's QP rate-limited (rate-mbps below the port rate, alpha)
@@ -39,6 +41,7 @@ check = checks.check
 run = make_run(env)
 
 FRACTION = 0.5
+FRACTION6 = 0.3
 BEFORE_S, MARK_S, AFTER_S = 2.0, 3.0, 3.0
 PORT_RATE = 1000
 RNICD_ARGS = ["--port-rate", str(PORT_RATE), "--cc", "rp_dce_tcp_rtt=500"]
@@ -51,9 +54,9 @@ def ctl_json(dev, *args):
     return json.loads(r.stdout)
 
 
-def app(dev, *extra):
+def app(dev, *extra, perftest=PERFTEST, port=TCP_PORT):
     return subprocess.Popen(["ip", "netns", "exec", f"{name}-a", rnic_run, "--run-dir", f"{state}/run",
-                             *PERFTEST, "-d", dev, "-p", str(TCP_PORT), *extra],
+                             *perftest, "-d", dev, "-p", str(port), *extra],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -146,6 +149,21 @@ def main():
     server_out, _ = server.communicate(timeout=30)
     check(client.returncode == 0 and server.returncode == 0 and "65536" in client_out,
           f"ib_write_bw exits 0 on both sides: {client_out.strip().splitlines()[-2:] if client_out else ''}")
+
+    # IPv6 (GID 2, fd77::): the XDP program marks the traffic class; 300 WRITEs with 30 % marked.
+    run(testbed, "mark", str(FRACTION6), "a")
+    v6 = ["ib_write_bw", "-x", "2", "-F", "-s", "65536", "-n", "300"]
+    server6 = app("rnic1", perftest=v6, port=TCP_PORT + 1)
+    for _ in range(200):
+        if listening(server6.pid, TCP_PORT + 1) or server6.poll() is not None:
+            break
+        time.sleep(0.05)
+    client6 = app("rnic0", "127.0.0.1", perftest=v6, port=TCP_PORT + 1)
+    out6, _ = client6.communicate(timeout=60)
+    server6.communicate(timeout=30)
+    run(testbed, "mark", "off", "a")
+    check(client6.returncode == 0 and server6.returncode == 0, f"ib_write_bw over IPv6 exits 0 on both sides "
+          f"({out6.strip().splitlines()[-2:] if out6 else ''})")
     run(testbed, "down", timeout=60)
     check(daemon_exit_status(state, "a") == "0" and daemon_exit_status(state, "b") == "0", "both rnicd exit 0")
     ca, cb = exit_counters(state, "a"), exit_counters(state, "b")
@@ -178,16 +196,31 @@ def main():
     check(all(first_ce <= p["time_ns"] <= last_ce + 10_000_000 for p in cnps_b),
           "every CNP left while CE frames were arriving (within 10 ms of the last)")
 
-    check(cb.get("engine_np_ecn_marked_roce_packets") == len(ce_b),
+    # The IPv6 run: every WRITE it sent arrived while marking was on.
+    ip6_a, ip6_b = bed["ip6_a"], bed["ip6_b"]
+    writes_b6 = [p for p in pb if p["src"] == ip6_a and "WRITE" in p["opcode_name"]]
+    ce_b6 = [p for p in pb if p["dst"] == ip6_b and p["ecn"] == 3]
+    cnps_b6 = [p for p in pb if p["opcode_name"] == "CNP" and p["src"] == ip6_b]
+    cnps_a6 = [p for p in pa if p["opcode_name"] == "CNP" and p["dst"] == ip6_a]
+    share6 = len(ce_b6) / max(len(writes_b6), 1)
+    check(writes_b6 and all(p["ip_version"] == 6 for p in writes_b6 + ce_b6) and abs(share6 - FRACTION6) < 0.1
+          and all("WRITE" in p["opcode_name"] for p in ce_b6),
+          f"IPv6: {len(ce_b6)} of {len(writes_b6)} WRITEs arrived CE ({share6:.2f}, the link marks {FRACTION6})")
+    check(cnps_b6 and all(p["ip_version"] == 6 and p["opcode"] == 0x81 and p["becn"] and p["dscp"] == 48
+                          and p["ecn"] == 0 and p["icrc_ok"] for p in cnps_b6 + cnps_a6),
+          f"IPv6: rnic1 sent {len(cnps_b6)} CNPs (traffic class DSCP 48, not ECT, ICRC ok), rnic0 got {len(cnps_a6)}")
+
+    ce_all, sent_all, got_all = len(ce_b) + len(ce_b6), len(cnps_b) + len(cnps_b6), len(cnps_a) + len(cnps_a6)
+    check(cb.get("engine_np_ecn_marked_roce_packets") == ce_all,
           f"rnic1's np_ecn_marked_roce_packets {cb.get('engine_np_ecn_marked_roce_packets')} = "
-          f"{len(ce_b)} CE frames in its capture")
-    check(cb.get("engine_np_cnp_sent") == len(cnps_b),
-          f"rnic1's np_cnp_sent {cb.get('engine_np_cnp_sent')} = {len(cnps_b)} CNPs in its capture")
-    check(ca.get("engine_rp_cnp_handled") == len(cnps_a) and ca.get("engine_rp_cnp_ignored", 0) == 0,
-          f"rnic0's rp_cnp_handled {ca.get('engine_rp_cnp_handled')} = {len(cnps_a)} CNPs in its capture, "
+          f"{ce_all} CE frames in its capture ({len(ce_b)} IPv4, {len(ce_b6)} IPv6)")
+    check(cb.get("engine_np_cnp_sent") == sent_all,
+          f"rnic1's np_cnp_sent {cb.get('engine_np_cnp_sent')} = {sent_all} CNPs in its capture")
+    check(ca.get("engine_rp_cnp_handled") == got_all and ca.get("engine_rp_cnp_ignored", 0) == 0,
+          f"rnic0's rp_cnp_handled {ca.get('engine_rp_cnp_handled')} = {got_all} CNPs in its capture, "
           f"rp_cnp_ignored {ca.get('engine_rp_cnp_ignored', 0)}")
-    check(len(cnps_a) == len(cnps_b), f"every CNP rnic1 sent reached rnic0 ({len(cnps_a)} of {len(cnps_b)})")
-    check(per_qp_b.get("cnps_sent") == len(cnps_b) and per_qp_a.get("cnps_received") == len(cnps_a),
+    check(got_all == sent_all, f"every CNP rnic1 sent reached rnic0 ({got_all} of {sent_all})")
+    check(per_qp_b.get("cnps_sent") == len(cnps_b) and per_qp_a.get("cnps_received") == len(cnps_a),  # IPv4 QP
           f"per QP: rnic1's cnps_sent {per_qp_b.get('cnps_sent')}, rnic0's cnps_received "
           f"{per_qp_a.get('cnps_received')}")
     check(ca.get("engine_np_cnp_sent", 0) == 0 and cb.get("engine_rp_cnp_handled", 0) == 0,
