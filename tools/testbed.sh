@@ -211,8 +211,8 @@ link_apply() {  # side
     ip -force -n "$ns" link set dev "$ifname" xdpgeneric obj "$obj" sec xdp
 }
 
-link_sides() {  # a|b|both -> the sides
-    case ${1:-both} in a) echo a ;; b) echo b ;; both) echo "a b" ;; *) die "$2: a, b or both" ;; esac
+link_sides() {  # a|b|both command -> $sides (not a subshell: die must end the script)
+    case ${1:-both} in a) sides=(a) ;; b) sides=(b) ;; both) sides=(a b) ;; *) die "$2: a, b or both" ;; esac
 }
 
 link_set() {  # field(1 loss, 2 mark) value sides...
@@ -232,7 +232,9 @@ cmd_loss() {
     [[ $pct =~ ^[0-9]+$ && $pct -le 100 ]] || die "loss wants an integer percentage"
     [[ -f $state/env ]] || die "test bed is not up"
     source "$state/env"
-    link_set 1 "$pct" $(link_sides "${2:-both}" loss)
+    local sides
+    link_sides "${2:-both}" loss
+    link_set 1 "$pct" "${sides[@]}"
 }
 
 # mark FRACTION|off [a|b|both]: FRACTION (0 to 1, e.g. 0.05; --fraction F also) of the ECT
@@ -249,7 +251,9 @@ cmd_mark() {
     fi
     [[ -f $state/env ]] || die "test bed is not up"
     source "$state/env"
-    link_set 2 "$ppm" $(link_sides "${2:-both}" mark)
+    local sides
+    link_sides "${2:-both}" mark
+    link_set 2 "$ppm" "${sides[@]}"
 }
 
 case ${1:-} in
