@@ -8,6 +8,8 @@
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
+#   tools/testbed.sh mark FRACTION|off [a|b|both]  mark CE that fraction of the ECT RoCEv2 frames
+#                                         each side sends (0.05: 5 %), at run time
 #
 # Environment: RNIC_TESTBED (name prefix, default rnictb: use another to run beds side by side),
 # RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
@@ -112,6 +114,7 @@ cmd_up() {
     [[ $daemons == none || -x $rnicd ]] || die "no rnicd at $rnicd (build first or pass --rnicd)"
     cmd_down >/dev/null
     mkdir -p "$state"
+    rm -f "$state/link-a" "$state/link-b"  # a new link: no loss, no marking
     ip netns add "$ns_a"
     ip netns add "$ns_b"
     ip link add "$if_a" netns "$ns_a" mtu "$mtu" type veth peer name "$if_b" netns "$ns_b" mtu "$mtu"
@@ -180,39 +183,86 @@ cmd_down() {
     echo "testbed: down"
 }
 
-# Loss on the link without netem (this kernel has none): an XDP program on the receiving veth
-# (tools/testbed-loss.bpf.c, generic XDP: native XDP on a veth refuses a 9000-byte MTU). XDP runs
-# before the packet sockets take their copy, so a dropped frame reaches neither the peer rnicd nor
-# its capture, while the sender's capture still shows it as sent (as a switch dropping it would).
-# It drops only UDP 4791, never ARP, ND or side channels. A netdev egress rule on the sender did
-# not lose anything: af_packet puts a frame the egress hook drops back in its TX ring and sends it
-# with the next sendto(), so frames were only delayed (see the .bpf.c for the story).
+# Loss and ECN marking on the link without netem (this kernel has none): an XDP program on the
+# receiving veth (tools/testbed-link.bpf.c, generic XDP: native XDP on a veth refuses a 9000-byte
+# MTU). XDP runs before the packet sockets take their copy, so a dropped frame reaches neither the
+# peer rnicd nor its capture, while the sender's capture still shows it as sent (as a switch
+# dropping it would); a marked frame reaches both marked CE, while the sender's capture shows it
+# as sent (ECT). It touches only UDP 4791, never ARP, ND or side channels. A netdev egress rule on
+# the sender did not lose anything: af_packet puts a frame the egress hook drops back in its TX
+# ring and sends it with the next sendto(), so frames were only delayed; netdev ingress (and tc)
+# on the receiver run after the packet sockets took their copy, so marking there would never
+# reach rnicd (see the .bpf.c). Each side's setting lives in $state/link-SIDE ("LOSS_PCT
+# MARK_PPM"); loss and mark change one and reload the program in place (ip -force: no gap).
+link_apply() {  # side
+    local side=$1 ns ifname loss_pct=0 mark_ppm=0 obj
+    [[ -f $state/link-$side ]] && read -r loss_pct mark_ppm < "$state/link-$side"
+    # Frames side A sends are lost or marked on their way into B's interface, and the other way round.
+    if [[ $side == a ]]; then ns=$ns_b ifname=$if_b; else ns=$ns_a ifname=$if_a; fi
+    if ((loss_pct == 0 && mark_ppm == 0)); then
+        ip -n "$ns" link set dev "$ifname" xdpgeneric off
+        return 0
+    fi
+    obj=$state/link-$loss_pct-$mark_ppm.o
+    if [[ ! -s $obj ]]; then
+        clang -O2 -g -target bpf -DLOSS_PCT="$loss_pct" -DMARK_PPM="$mark_ppm" -I"/usr/include/$(gcc -dumpmachine)" \
+            -c "$here/testbed-link.bpf.c" -o "$obj.tmp" && mv "$obj.tmp" "$obj" || die "cannot build the XDP link program"
+    fi
+    ip -force -n "$ns" link set dev "$ifname" xdpgeneric obj "$obj" sec xdp
+}
+
+link_sides() {  # a|b|both command -> $sides (not a subshell: die must end the script)
+    case ${1:-both} in a) sides=(a) ;; b) sides=(b) ;; both) sides=(a b) ;; *) die "$2: a, b or both" ;; esac
+}
+
+link_set() {  # field(1 loss, 2 mark) value sides...
+    local field=$1 value=$2 side cur
+    shift 2
+    for side in "$@"; do
+        cur=(0 0)
+        [[ -f $state/link-$side ]] && read -r -a cur < "$state/link-$side"
+        cur[field - 1]=$value
+        echo "${cur[0]} ${cur[1]}" > "$state/link-$side"
+        link_apply "$side"
+    done
+}
+
 cmd_loss() {
-    local pct=${1:-} sides=${2:-both} side ns ifname obj
+    local pct=${1:-}
     [[ $pct =~ ^[0-9]+$ && $pct -le 100 ]] || die "loss wants an integer percentage"
     [[ -f $state/env ]] || die "test bed is not up"
     source "$state/env"
-    case $sides in a) sides="a" ;; b) sides="b" ;; both) sides="a b" ;; *) die "loss: a, b or both" ;; esac
-    obj=$state/loss-$pct.o
-    if ((pct)) && [[ ! -s $obj ]]; then
-        clang -O2 -g -target bpf -DLOSS_PCT="$pct" -I"/usr/include/$(gcc -dumpmachine)" \
-            -c "$here/testbed-loss.bpf.c" -o "$obj.tmp" && mv "$obj.tmp" "$obj" || die "cannot build the XDP loss program"
+    local sides
+    link_sides "${2:-both}" loss
+    link_set 1 "$pct" "${sides[@]}"
+}
+
+# mark FRACTION|off [a|b|both]: FRACTION (0 to 1, e.g. 0.05; --fraction F also) of the ECT
+# RoCEv2 frames a side sends arrive CE-marked; the per-million granularity of the program.
+cmd_mark() {
+    [[ ${1:-} == --fraction ]] && shift
+    local f=${1:-} ppm
+    if [[ $f == off ]]; then
+        ppm=0
+    elif [[ $f =~ ^(0|1|0?\.[0-9]+|1\.0*)$ ]]; then
+        ppm=$(awk -v f="$f" 'BEGIN { printf "%d", f * 1000000 + 0.5 }')
+    else
+        die "mark wants a fraction 0..1 (e.g. 0.05) or off"
     fi
-    for side in $sides; do
-        # Frames side A sends are lost on their way into B's interface, and the other way round.
-        if [[ $side == a ]]; then ns=$ns_b ifname=$if_b; else ns=$ns_a ifname=$if_a; fi
-        ip -n "$ns" link set dev "$ifname" xdpgeneric off
-        ((pct == 0)) && continue
-        ip -n "$ns" link set dev "$ifname" xdpgeneric obj "$obj" sec xdp
-    done
+    [[ -f $state/env ]] || die "test bed is not up"
+    source "$state/env"
+    local sides
+    link_sides "${2:-both}" mark
+    link_set 2 "$ppm" "${sides[@]}"
 }
 
 case ${1:-} in
     up) shift; cmd_up "$@" ;;
     loss) shift; cmd_loss "$@" ;;
+    mark) shift; cmd_mark "$@" ;;
     down) cmd_down ;;
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

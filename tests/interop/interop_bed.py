@@ -188,6 +188,26 @@ class Bed:
                      f"  iifname \"{VETH_BR}\" udp dport 4791 drop\n  oifname \"{VETH_BR}\" udp dport 4791 drop\n"
                      " }\n}\n")
 
+    def mark_ce(self, on):
+        """Sets ECN to Congestion Experienced on every IPv4 RoCEv2 frame the VM sends to rnicd, in
+        the bridge's forward hook (nftables fixes the IPv4 header checksum; the ICRC does not
+        cover the ECN bits): rnicd's notification point then answers rxe with CNPs. rxe sends
+        Not-ECT, which a real switch would drop rather than mark: the point is rxe's side of it.
+        The bridge's own capture (dumpcap on ixbr0) takes its copy before the forward hook, so
+        it shows these frames unmarked; rnicd's capture shows them CE."""
+        self.nsx("nft", "delete", "table", "bridge", "rnicix_ecn", check=False)
+        if on:
+            self.nsx("nft", "-f", "-", input="table bridge rnicix_ecn {\n chain mark_ce {\n"
+                     "  type filter hook forward priority 0;\n"
+                     f"  iifname \"{TAP}\" oifname \"{VETH_BR}\" udp dport 4791 ip ecn set ce counter\n"
+                     " }\n}\n")
+
+    def marked_ce(self):
+        """Frames the marking rule has set CE so far."""
+        text = self.nsx("nft", "list", "table", "bridge", "rnicix_ecn", check=False)
+        m = re.search(r"ip ecn set ce counter packets (\d+)", text)
+        return int(m.group(1)) if m else 0
+
     def loss_counters(self):
         """(frames dropped on their way from rnicd, frames dropped on their way to rnicd)."""
         text = self.nsx("nft", "list", "table", "bridge", "rnicix_loss", check=False)

@@ -7,12 +7,20 @@ checks against the QP's path, the kernel's IPv4 input path):
     source than the QP's remote GID), destination = the VM's address;
   - UDP destination port 4791, source port in 0xC000-0xFFFF (RoCEv2 annex A17.3.4 range),
     UDP checksum 0 (a non-zero one would be verified by the kernel), UDP length = IP payload.
+A CNP (BTH opcode 0x81) carries DSCP 48 (np_cnp_dscp) and is not ECN-capable: TOS 0xc0.
 Over IPv6 (link-local GIDs): traffic class 0 (or ECT(0), as IPv4's TOS), flow label 0, hop limit 64, next header UDP, the
 same UDP rules, addresses the two link-local ones. Plain stdlib pcap reading."""
 import ipaddress
 import struct
 
 ROCE_PORT = 4791
+CNP_OPCODE = 0x81
+CNP_TOS = 48 << 2  # np_cnp_dscp's default, not ECT (docs/congestion.md)
+
+
+def allowed_tos(bth_opcode):
+    """The TOS / traffic class values a frame with this BTH opcode may carry."""
+    return (CNP_TOS,) if bth_opcode == CNP_OPCODE else (0x00, 0x02)
 
 
 def read_pcap(path):
@@ -74,7 +82,7 @@ def check_frame6(frame, src_ip, dst_ip):
     first = struct.unpack("!I", ip[:4])[0]
     if first >> 28 != 6:
         problems.append(f"IP version {first >> 28}")
-    if (first >> 20) & 0xFF not in (0x00, 0x02):  # as IPv4's TOS: ECT(0) on a QP's frames
+    if (first >> 20) & 0xFF not in allowed_tos(ip[48] if len(ip) > 48 else None):  # as IPv4's TOS
         problems.append(f"traffic class 0x{(first >> 20) & 0xFF:02x} (want DSCP 0 and ECN not-ECT or ECT(0))")
     if first & 0xFFFFF:
         problems.append(f"flow label 0x{first & 0xFFFFF:05x} (rxe sends 0)")
@@ -106,9 +114,9 @@ def check_frame(frame, src_ip, dst_ip, src_ip6=None, dst_ip6=None):
     if ver != 4 or ihl != 5:
         problems.append(f"IPv4 version {ver} IHL {ihl}")
     # rxe sends TOS 0; rnicd DSCP 0 too, with ECT(0) on a QP's frames (DCQCN on by default, as on
-    # RoCE NICs: docs/congestion.md) and not ECN-capable on the CM's (QP 1).
-    if ip[1] not in (0x00, 0x02):
-        problems.append(f"TOS 0x{ip[1]:02x} (want DSCP 0 and ECN not-ECT or ECT(0))")
+    # RoCE NICs: docs/congestion.md) and not ECN-capable on the CM's (QP 1); CNPs DSCP 48.
+    if ip[1] not in allowed_tos(ip[28] if len(ip) > 28 else None):
+        problems.append(f"TOS 0x{ip[1]:02x} (want DSCP 0 and ECN not-ECT or ECT(0); a CNP DSCP 48, not ECT)")
     total = struct.unpack("!H", ip[2:4])[0]
     flags_frag = struct.unpack("!H", ip[6:8])[0]
     if flags_frag != 0x4000:

@@ -12,6 +12,9 @@ Phases, in order:
   ipv6    the same link, RoCEv2 over IPv6 between the link-local GIDs (ours 1, rxe's 0)
   loss    the same link, 2% of the RoCEv2 frames to and from rnicd dropped in the bridge
           (nftables): RC traffic both ways, data validated
+  ecn     the same link, every IPv4 RoCEv2 frame rxe sends to rnicd marked CE in the bridge
+          (nftables): rnicd answers rxe with CNPs while checked transfers run both ways; rxe,
+          which has no DCQCN, must tolerate them and rnicd's ECT(0) frames (docs/congestion.md)
   mtu1024 link and guest MTU 1500 (active MTU 1024 on both, rnicd restarted): UD and RC at the
           port MTU
 At boot, `ibv_devinfo -v` of both sides is compared field by field (devinfo_fidelity.py).
@@ -134,6 +137,16 @@ def scenarios():
                  ["-F", "-m", "1024", "-s", "8192", "-n", "100", "-t", "4"], PERFTEST_OK, 120),
         Scenario("loss", "loss 2%: ib_read_bw -m 1024 -s 8192", "ib_read_bw",
                  ["-F", "-m", "1024", "-s", "8192", "-n", "100", "-t", "4"], PERFTEST_OK, 120),
+    ]
+    # CE on every frame rxe sends to rnicd: CNPs from rnicd to rxe in both roles (rxe sending
+    # WRITEs or READ responses, or only ACKs), data validated.
+    out += [
+        Scenario("ecn", "ecn: rdma_check -m 1024 -s 65536 (WRITE, READ, atomics)", "rdma_check",
+                 ["-m", "1024", "-s", "65536", *n], RDMA_CHECK_OK, 60),
+        Scenario("ecn", "ecn: ib_write_bw -m 1024 -s 8192", "ib_write_bw",
+                 ["-F", "-m", "1024", "-s", "8192", "-n", "100"], PERFTEST_OK, 60),
+        Scenario("ecn", "ecn: ibv_rc_pingpong -m 4096 -s 65536", "ibv_rc_pingpong",
+                 ["-m", "4096", "-s", "65536", "-c", *n], PINGPONG_OK),
     ]
     out += [
         Scenario("mtu1024", "ibv_ud_pingpong -s 1024 (MTU 1024)", "ibv_ud_pingpong", ["-s", "1024", "-c", *n],
@@ -260,9 +273,11 @@ class Runner:
                     self.results.append({"scenario": sc.name, "direction": direction, "ok": False,
                                          "detail": "not run (time budget)"})
                     continue
+                start = time.time()
                 ok, secs, detail = self.run_pair(sc, direction)
                 self.results.append({"scenario": sc.name, "direction": direction, "ok": ok,
-                                     "seconds": round(secs, 1), "detail": detail.splitlines()[0] if ok else detail})
+                                     "seconds": round(secs, 1), "detail": detail.splitlines()[0] if ok else detail,
+                                     "phase": phase, "start_ns": int(start * 1e9), "end_ns": int(time.time() * 1e9)})
                 if ok:
                     self.say(f"ok   {sid} ({secs:.1f} s) {detail}")
                 else:
@@ -291,7 +306,7 @@ class Runner:
             self.failures.append(f"conventions {pcap}: {checked} frames checked, {len(problems)} problems")
 
     def main(self, selected):
-        phases = [p for p in ("jumbo", "ipv6", "loss", "mtu1024") if any(s.phase == p for s in selected)]
+        phases = [p for p in ("jumbo", "ipv6", "loss", "ecn", "mtu1024") if any(s.phase == p for s in selected)]
         bedlib.Bed.preflight()
         kernel = bedlib.kernel_image()
         t0 = time.monotonic()
@@ -336,6 +351,16 @@ class Runner:
             self.bed.loss(0)
             self.bed.stop_capture()
             self.check_loss(captures[-1], from_us, to_us)
+        ecn = None
+        if "ecn" in phases:
+            capture("ecn")
+            ecn = {"bridge": captures[-1], "rnicd": captures[1], "rxe_before": self.rxe_counters()}
+            self.bed.mark_ce(True)
+            self.run_phase("ecn", selected)
+            ecn["marked"] = self.bed.marked_ce()
+            self.bed.mark_ce(False)
+            ecn["rxe_after"] = self.rxe_counters()
+            self.bed.stop_capture()
         if "mtu1024" in phases:
             capture("mtu1024")
             rc, out = self.bed.vm_run("ip link set eth0 mtu 1500 && sleep 0.2 && ibv_devinfo -d rxe0 | grep active_mtu")
@@ -350,7 +375,11 @@ class Runner:
         if rc != 0:
             self.failures.append(f"rnicd exit status {rc}")
         self.bed.stop_capture()
+        if "jumbo" not in phases and "ipv6" not in phases:  # --only: the first capture saw no scenario
+            captures.remove(os.path.join(self.a.workdir, "bridge-jumbo.pcap"))
         self.check_pcaps(captures)
+        if ecn:
+            self.check_ecn(ecn)
         for pcap in captures:
             if os.path.basename(pcap).startswith("bridge-"):
                 self.check_conventions(pcap)
@@ -375,6 +404,67 @@ class Runner:
         self.results.append({"scenario": "ibv_devinfo -v fidelity", "ok": not problems, "problems": problems})
         if problems:
             self.failures.append(f"ibv_devinfo -v differs from rxe's: {'; '.join(problems)}")
+
+    def rxe_counters(self):
+        """rxe's port counters (hw_counters), by name: how rxe took our CNPs."""
+        rc, out = self.bed.vm_run("cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *", timeout=30)
+        return {k: int(v) for k, v in re.findall(r"^(\w+):(\d+)$", out, re.M)} if rc == 0 else {}
+
+    def packets(self, pcap):
+        r = subprocess.run([self.a.rnic_pcap, "--json", pcap], capture_output=True, text=True, timeout=300)
+        try:  # frames rnic-pcap could not parse carry only an error (check_pcaps reports them)
+            return [p for p in json.loads(r.stdout)["files"][0]["packets"] if "error" not in p]
+        except (ValueError, KeyError, IndexError):
+            self.failures.append(f"rnic-pcap --json {pcap}: exit {r.returncode}")
+            return []
+
+    def check_ecn(self, ecn):
+        """The ecn phase: the bridge marked rxe's frames, rnicd counted every CE frame and sent CNPs
+        to rxe in every scenario and both roles (in the bridge's capture, on their way to rxe),
+        its counters agree with its own capture, and its data frames carried ECT(0)."""
+        is_cnp = lambda p: p["opcode_name"] == "CNP"  # noqa: E731
+        ours = [p for p in self.packets(ecn["rnicd"])]
+        ce_in = [p for p in ours if p["src"].endswith(bedlib.VM_IP) and p["ecn"] == 3]
+        cnps_out = [p for p in ours if is_cnp(p) and p["src"].endswith(bedlib.RNIC_IP)]
+        bridge = self.packets(ecn["bridge"])
+        cnps_wire = [p for p in bridge if is_cnp(p) and p["src"].endswith(bedlib.RNIC_IP)]
+        data = [p for p in bridge if p["src"].endswith(bedlib.RNIC_IP) and not is_cnp(p) and p["dest_qp"] != 1]
+        not_ect = [p for p in data if p["ecn"] != 2]
+        counters = {}
+        with open(self.bed.rnicd_log, errors="replace") as f:
+            lines = [ln for ln in f if " counters: " in ln]
+        if lines:  # the first rnicd run's exit: the one the ecn phase ran on
+            counters = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[0].split(" counters: ", 1)[1])}
+        marked_rnicd = counters.get("engine_np_ecn_marked_roce_packets", 0)
+        cnp_sent = counters.get("engine_np_cnp_sent", 0)
+        rxe = {k: ecn["rxe_after"].get(k, 0) - v for k, v in ecn["rxe_before"].items()
+               if ecn["rxe_after"].get(k, 0) != v}
+        self.say(f"ecn phase: the bridge marked {ecn['marked']} frames rxe sent; rnicd's capture holds {len(ce_in)} "
+                 f"CE frames and {len(cnps_out)} CNPs it sent (np_ecn_marked_roce_packets {marked_rnicd}, "
+                 f"np_cnp_sent {cnp_sent}); {len(cnps_wire)} CNPs crossed the bridge to rxe; "
+                 f"{len(data) - len(not_ect)} of {len(data)} frames rnicd sent were ECT(0); rxe's counters moved: {rxe}")
+        per = []
+        for r in self.results:
+            if r.get("phase") != "ecn":
+                continue
+            n = sum(1 for p in cnps_wire if r["start_ns"] <= p["time_ns"] <= r["end_ns"])
+            r["cnps_to_rxe"] = n
+            per.append(f"{r['scenario']} [{r['direction']}]: {n}")
+            if n == 0:
+                self.failures.append(f"ecn: no CNP to rxe during {r['scenario']} [{r['direction']}]")
+        self.say("ecn phase: CNPs to rxe per run: " + "; ".join(per))
+        self.results.append({"scenario": "ecn phase totals", "marked_by_bridge": ecn["marked"], "ce_in_rnicd_capture":
+                             len(ce_in), "np_ecn_marked_roce_packets": marked_rnicd, "cnps_in_rnicd_capture":
+                             len(cnps_out), "np_cnp_sent": cnp_sent, "cnps_on_bridge": len(cnps_wire),
+                             "rnicd_frames": len(data), "rnicd_frames_not_ect0": len(not_ect), "rxe_counters": rxe})
+        if ecn["marked"] == 0 or len(ce_in) != ecn["marked"] or marked_rnicd != len(ce_in):
+            self.failures.append(f"ecn: the bridge marked {ecn['marked']}, rnicd's capture holds {len(ce_in)} CE "
+                                 f"frames, np_ecn_marked_roce_packets {marked_rnicd}: all three must agree")
+        if not cnps_out or cnp_sent != len(cnps_out) or len(cnps_wire) != len(cnps_out):
+            self.failures.append(f"ecn: np_cnp_sent {cnp_sent}, CNPs in rnicd's capture {len(cnps_out)}, on the "
+                                 f"bridge {len(cnps_wire)}: all three must agree and be non-zero")
+        if not data or not_ect:
+            self.failures.append(f"ecn: {len(not_ect)} of {len(data)} frames rnicd sent were not ECT(0)")
 
     def check_loss(self, pcap, from_us, to_us):
         """The loss phase only proves something if frames were lost both ways and both

@@ -26,6 +26,10 @@ uint16_t ipv4_header_checksum(const uint8_t* header, size_t header_length) noexc
     return static_cast<uint16_t>(~inet_fold(sum));
 }
 
+bool ipv4_header_checksum_ok(const uint8_t* header, size_t header_length) noexcept {
+    return inet_fold(inet_sum(header, header_length)) == 0xFFFF;
+}
+
 uint32_t pseudo_header_sum(const uint8_t* ip, uint8_t next_header, size_t upper_length) noexcept {
     // Source and destination address, then the protocol and the upper-layer length (IPv6 puts
     // them in 32-bit fields; summed as 16-bit words the result is the same).

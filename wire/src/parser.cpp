@@ -60,7 +60,7 @@ Expected<RoceFrame, ParseError> parse_frame(std::span<const uint8_t> frame, cons
         if (n - off < ip_header_length) return fail(ParseErrc::TruncatedIp, off);
         if (r.ipv4.total_length < ip_header_length) return fail(ParseErrc::BadIpTotalLength, off + 2);
         if (n - off < r.ipv4.total_length) return fail(ParseErrc::TruncatedIp, off + 2);
-        if (opt.verify_ip_checksum && ipv4_header_checksum(f + off, ip_header_length) != r.ipv4.checksum)
+        if (opt.verify_ip_checksum && !ipv4_header_checksum_ok(f + off, ip_header_length))
             return fail(ParseErrc::BadIpChecksum, off + 10);
         if (r.ipv4.more_fragments() || r.ipv4.fragment_offset != 0) return fail(ParseErrc::IpFragment, off + 6);
         ip_end = off + r.ipv4.total_length;
