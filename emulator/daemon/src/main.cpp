@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
                            .stream_nap_ns = opt.stream_nap_us * 1000},
                           monotonic_ns);
     loop_counters = &loop;
+    loop.set_latency_trace(opt.latency_trace);
     apply_sched(opt.sched, opt.busy_poll);
 
     for (Device& d : devices) {
