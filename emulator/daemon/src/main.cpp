@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
             capture_text += " (" + d.name + " capture: " + std::to_string(d.capture->frames()) + " frames in " +
                             std::to_string(d.capture->files()) + " file(s))";
     spdlog::info("rnicd stopping{}", capture_text);
+    loop.detach();
     for (auto it = devices.rbegin(); it != devices.rend(); ++it) {
         it->host.reset();
         it->dp.reset();

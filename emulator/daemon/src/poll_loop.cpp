@@ -45,7 +45,13 @@ PollLoop::PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock
 }
 
 PollLoop::~PollLoop() {
+    detach();
+}
+
+void PollLoop::detach() {
     for (Lane& l : lanes_) l.host.set_histogram_source({});
+    lanes_.clear();
+    services_.clear();
 }
 
 // Frames the wake fds are meant to announce (what the daemon serves); other frames never wake it.

@@ -70,6 +70,8 @@ public:
     ~PollLoop();
     PollLoop(const PollLoop&) = delete;
     PollLoop& operator=(const PollLoop&) = delete;
+    // Lets go of the lanes (before their services and ports go away); no turn may follow.
+    void detach();
     PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock)
         : PollLoop(std::vector<Lane>{Lane{io, dp, host}}, idle, clock) {}
 
