@@ -149,6 +149,22 @@ if ((busy_round)); then
          "idle CPU of the two daemons ${idle/,/ and }; load $(load)"
 fi
 
+# Where the time goes: one more adaptive round with --latency-trace (clients stamp doorbells and
+# kicks, a clock read each, so it is not one of the measured rounds), then each daemon's per-hop
+# histograms (docs/benchmarks.md, "Where the time goes"). BENCH_TRACE=0 skips it.
+if ((${BENCH_TRACE:-1} && perftest)); then
+    "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" -- --latency-trace >/dev/null
+    source "$state/env"
+    line=$(perftest_pair 90 ib_write_lat -s 2 -n 5000)
+    echo "traced round: ib_write_lat 2 B one-way $(awk '{print $5}' <<<"$line") us median (p99 $(awk '{print $8}' <<<"$line")), load $(load)"
+    for dev in rnic0 rnic1; do
+        echo "  $dev hops (us):"
+        "$build/tools/rnicctl" --run-dir "$run_dir" -d "$dev" latency | sed 's/^/    /' || true
+        "$build/tools/rnicctl" --run-dir "$run_dir" -d "$dev" stat | grep -E '^ *loop_(naps|woken_by|last_look|turns)' | sed 's/^ */    /' || true
+    done
+    "$tb" down >/dev/null
+fi
+
 python3 - "$busy" "${rounds[@]}" <<'PY'
 import statistics
 import sys

@@ -196,6 +196,17 @@ def functional():
                                       "rp_cnp_ignored")) and counters["np_cnp_sent"] == 0,
           "rnicctl stat: the congestion counters, no CNP without marking")
 
+    # ---- latency: the per-hop histograms, off unless rnicd --latency-trace ----
+    lat = ctl_json("-d", "rnic0", "latency")
+    hops = set(lat.get("hops", {}))
+    check(lat.get("trace") is False and {"doorbell_to_seen", "seen_to_wire", "rx_wake", "rx_to_completion",
+                                         "kick_wake_same_cpu", "kick_wake_other_cpu", "nap_overshoot",
+                                         "busy_turn"} <= hops,
+          f"rnicctl latency --json: tracing off by default, every hop named ({sorted(hops)})")
+    out = ctl("-d", "rnic0", "latency").stdout.splitlines()
+    check(out[0].startswith("trace off") and out[1].split()[:2] == ["hop", "count"] and len(out) == 2,
+          f"rnicctl latency: no samples while off ({out})")
+
     # ---- session, and a killed client's objects reclaimed ----
     out = ctl("-d", "rnic0", "session").stdout.splitlines()
     # rnicctl's own session is one of the two.

@@ -29,6 +29,8 @@ void usage(std::FILE* out) {
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
         "  cc               congestion control: DCQCN and ECN settings (docs/congestion.md)\n"
+        "  latency          per-hop latency histograms, count and p50/p90/p99/max in us (rnicd\n"
+        "                   --latency-trace; docs/benchmarks.md, \"Where the time goes\")\n"
         "  session          objects the device holds, then each client session and its objects\n"
         "  cm               one line per rdma_cm id: port space, QP type, rdma_cm and IB CM\n"
         "                   states, addresses, communication ids, QPNs\n"
@@ -120,6 +122,26 @@ int open_daemon(const Options& o, const std::string& device, Daemon& d, bool nee
     return need_stats ? ask_stats(device, d, rnic::host::abi::kStatsDevice, 0, d.stats) : 0;
 }
 
+// One line per hop that has samples, microseconds with one decimal (the buckets are 12.5 % wide).
+void print_latency(const json& latency) {
+    std::cout << "trace " << (latency.value("trace", false) ? "on" : "off (rnicd --latency-trace)")
+              << " bogus-stamps " << field(latency, "bogus_stamps") << '\n';
+    auto us = [](const json& h, const char* k) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(h.value(k, uint64_t{0})) / 1000.0);
+        return std::string(buf);
+    };
+    std::printf("%-22s %10s %9s %9s %9s %9s %9s\n", "hop", "count", "p50", "p90", "p99", "p99.9", "max");
+    const json hops = latency.value("hops", json::object());
+    for (const auto& [name, h] : hops.items()) {
+        if (h.value("count", uint64_t{0}) == 0) continue;
+        std::printf("%-22s %10s %9s %9s %9s %9s %9s\n", name.c_str(), field(h, "count").c_str(),
+                    us(h, "p50_ns").c_str(), us(h, "p90_ns").c_str(), us(h, "p99_ns").c_str(), us(h, "p999_ns").c_str(),
+                    us(h, "max_ns").c_str());
+    }
+    std::fflush(stdout);
+}
+
 // A QP's DCQCN state on its `rnicctl qp` line, only while a CNP holds its rate down.
 std::string cc_columns(const json& cc) {
     if (!cc.value("limited", false)) return {};
@@ -185,7 +207,7 @@ int run(const Options& o) {
         }
         return 0;
     }
-    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "cc" || cmd == "session" || cmd == "user" ||
+    const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "cc" || cmd == "latency" || cmd == "session" || cmd == "user" ||
                         cmd == "log-level" || cmd == "cm")
                            ? args == 0
                            : cmd == "stat" && (args == 0 || (args == 2 && o.command[1] == "qp"));
@@ -255,6 +277,10 @@ int run(const Options& o) {
         if (o.json_out) return std::cout << congestion.dump(2) << '\n', 0;
         std::cout << "link " << link << '\n';
         print_pairs(congestion, "    ");
+    } else if (cmd == "latency") {
+        const json latency = s.value("latency", json::object());
+        if (o.json_out) return std::cout << latency.dump(2) << '\n', 0;
+        print_latency(latency);
     } else if (cmd == "cache") {
         const json caches = s.value("caches", json::object());
         if (o.json_out) return std::cout << caches.dump(2) << '\n', 0;

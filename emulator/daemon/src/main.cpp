@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
                            .stream_nap_ns = opt.stream_nap_us * 1000},
                           monotonic_ns);
     loop_counters = &loop;
+    loop.set_latency_trace(opt.latency_trace);
     apply_sched(opt.sched, opt.busy_poll);
 
     for (Device& d : devices) {
@@ -302,6 +303,7 @@ int main(int argc, char** argv) {
             capture_text += " (" + d.name + " capture: " + std::to_string(d.capture->frames()) + " frames in " +
                             std::to_string(d.capture->files()) + " file(s))";
     spdlog::info("rnicd stopping{}", capture_text);
+    loop.detach();
     for (auto it = devices.rbegin(); it != devices.rend(); ++it) {
         it->host.reset();
         it->dp.reset();

@@ -12,7 +12,7 @@
 namespace rnic::daemon {
 
 const char* usage() {
-    return "usage: rnicd PORT [PORT]... [--busy-poll] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
+    return "usage: rnicd PORT [PORT]... [--busy-poll] [--latency-trace] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
            "             [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
            "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR]\n"
            "             [--socket-mode MODE] [--socket-group GROUP] [--user-limit [USER:]RES=N,...]...\n"
@@ -40,6 +40,8 @@ const char* usage() {
            "  --idle-sleep-us N longest nap (default 10000 when frames wake the loop, else 2000);\n"
            "                    a frame, a doorbell or a control message ends a nap at once\n"
            "  --no-rx-wakeup    do not sleep on the port's RX wake-up: frames wait for the nap to end\n"
+           "  --latency-trace   per-hop latency histograms (`rnicctl latency`); clients stamp their\n"
+           "                    doorbells and kicks, a clock read each\n"
            "  --sched POLICY    fifo (SCHED_FIFO priority 1: a woken daemon preempts spinning\n"
            "                    applications; the default), nice (nice -20) or none (the\n"
            "                    default with --busy-poll)\n"
@@ -180,6 +182,10 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         }
         if (a == "--no-rx-wakeup") {
             o.rx_wakeup = false;
+            continue;
+        }
+        if (a == "--latency-trace") {
+            o.latency_trace = true;
             continue;
         }
         if (a == "--port") {

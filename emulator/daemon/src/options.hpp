@@ -75,6 +75,7 @@ struct Options {
     uint16_t rx_descriptors = 1024;
     uint16_t tx_descriptors = 1024;
     bool busy_poll = false;
+    bool latency_trace = false;  // per-hop histograms (docs/benchmarks.md, "Where the time goes")
     uint64_t spin_us = kDefaultSpinUs;
     uint64_t stream_spin_us = kDefaultStreamSpinUs;  // the spin window while work streams in
     uint64_t stream_nap_us = kDefaultStreamNapUs;  // a timed nap in a stream, not woken by frames (0: none)

@@ -1,5 +1,8 @@
 #include "poll_loop.hpp"
 
+#include <sched.h>
+#include <time.h>
+
 #include <algorithm>
 
 namespace rnic::daemon {
@@ -37,7 +40,18 @@ PollLoop::PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock
     for (Lane& l : lanes_) {
         services_.push_back(&l.host);
         if (wake_on_rx_) l.host.set_wake_fd(l.io.rx_wait_fd());
+        l.host.set_histogram_source([this] { return histogram_list(); });
     }
+}
+
+PollLoop::~PollLoop() {
+    detach();
+}
+
+void PollLoop::detach() {
+    for (Lane& l : lanes_) l.host.set_histogram_source({});
+    lanes_.clear();
+    services_.clear();
 }
 
 // Frames the wake fds are meant to announce (what the daemon serves); other frames never wake it.
@@ -60,9 +74,14 @@ size_t PollLoop::poll_ports(uint64_t now) {
 void PollLoop::turn() {
     const uint64_t now = clock_();
     size_t work = 0;
-    for (Lane& l : lanes_) {
-        work += l.host.poll(now);
-        work += l.dp.poll(now);
+    if (trace_) {
+        for (Lane& l : lanes_) work += traced_lane_turn(l, now);
+        if (work > 0) hops_.busy_turn.record(clock_() - now);
+    } else {
+        for (Lane& l : lanes_) {
+            work += l.host.poll(now);
+            work += l.dp.poll(now);
+        }
     }
     if (check_rx_after_timeout_) {
         check_rx_after_timeout_ = false;
@@ -78,6 +97,55 @@ void PollLoop::turn() {
         return d;
     };
     if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) nap(sleep_ns);
+}
+
+// The untraced turn's two calls, with the clock read around them that the hops need: a few
+// vDSO clock reads per turn, paid only while tracing.
+size_t PollLoop::traced_lane_turn(Lane& l, uint64_t now) {
+    const auto before = l.host.activity();
+    size_t work = l.host.poll(now);
+    const auto after = l.host.activity();
+    if (after.cqes_delivered != before.cqes_delivered && last_rx_ns_ != 0) {
+        hops_.rx_to_completion.record(clock_() - last_rx_ns_);
+        last_rx_ns_ = 0;
+    }
+    const bool took_wqes = after.wqes_posted != before.wqes_posted;
+    const auto& c = l.dp.counters();
+    const uint64_t rx_before = c.roce_rx, tx_before = c.roce_tx;
+    const uint64_t dp_start = clock_();
+    work += l.dp.poll(now);
+    if (c.roce_rx != rx_before) last_rx_ns_ = dp_start;
+    if (took_wqes && c.roce_tx != tx_before) hops_.seen_to_wire.record(clock_() - now);
+    return work;
+}
+
+void PollLoop::set_latency_trace(bool on) {
+    trace_ = on;
+    for (Lane& l : lanes_) {
+        l.host.set_latency_trace(on);
+        l.io.set_arrival_stamps(on);
+    }
+}
+
+// Read back to back, so the difference is off by at most the time between the two reads.
+int64_t PollLoop::realtime_minus_monotonic() {
+    timespec rt{}, mono{};
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+    return ns(rt) - ns(mono);
+}
+
+host::server::HistogramList PollLoop::histogram_list() const {
+    return {
+        {"seen_to_wire", &hops_.seen_to_wire},
+        {"rx_to_completion", &hops_.rx_to_completion},
+        {"rx_wake", &hops_.rx_wake},
+        {"kick_wake_same_cpu", &hops_.kick_wake_same_cpu},
+        {"kick_wake_other_cpu", &hops_.kick_wake_other_cpu},
+        {"nap_overshoot", &hops_.nap_overshoot},
+        {"busy_turn", &hops_.busy_turn},
+    };
 }
 
 void PollLoop::nap(uint64_t sleep_ns) {
@@ -104,9 +172,12 @@ void PollLoop::nap(uint64_t sleep_ns) {
     }
     ++counters_.naps;
     if (stream) ++counters_.stream_naps;
+    const uint64_t nap_start = trace_ ? clock_() : 0;
     const auto end = host::server::HostService::nap_all(services_, sleep_ns, wake_on_rx);
+    const uint64_t woke = trace_ ? clock_() : 0;
     if (wake_on_rx)
         for (Lane& l : lanes_) l.io.rx_wait_done();
+    if (trace_) trace_nap(end, nap_start, woke, sleep_ns);
     switch (end) {
         case host::server::NapEnd::Wake: ++counters_.woken_by_rx; break;
         case host::server::NapEnd::Kick: ++counters_.woken_by_kick; break;
@@ -120,6 +191,37 @@ void PollLoop::nap(uint64_t sleep_ns) {
             break;
         case host::server::NapEnd::Skipped: break;
     }
+}
+
+void PollLoop::trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns) {
+    if (end == host::server::NapEnd::Wake) {
+        // The kernel stamps arrivals with the wall clock; the loop runs on the monotonic one.
+        uint64_t arrival = 0;
+        for (const Lane& l : lanes_) {
+            const uint64_t a = l.io.wait_arrival_realtime_ns();
+            if (a != 0 && (arrival == 0 || a < arrival)) arrival = a;
+        }
+        const int64_t offset = realtime_minus_monotonic();
+        if (arrival == 0 || offset <= 0) return;
+        const uint64_t arrival_mono = arrival - static_cast<uint64_t>(offset);
+        if (arrival_mono + 1'000 >= nap_start && arrival_mono <= woke) hops_.rx_wake.record(woke - arrival_mono);
+        return;
+    }
+    if (end == host::server::NapEnd::Timer) {
+        const uint64_t slept = woke - nap_start;
+        hops_.nap_overshoot.record(slept > asked_ns ? slept - asked_ns : 0);
+        return;
+    }
+    if (end != host::server::NapEnd::Kick) return;
+    std::optional<host::server::HostService::KickStamp> kick;
+    for (Lane& l : lanes_) {
+        const auto k = l.host.take_kick_stamp(nap_start);
+        if (k && (!kick || k->ns < kick->ns)) kick = k;
+    }
+    if (!kick || kick->ns > woke) return;
+    const int cpu = sched_getcpu();
+    auto& h = cpu >= 0 && static_cast<uint32_t>(cpu) == kick->cpu ? hops_.kick_wake_same_cpu : hops_.kick_wake_other_cpu;
+    h.record(woke - kick->ns);
 }
 
 std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {

@@ -38,6 +38,19 @@ struct LoopCounters {
     uint64_t rx_after_timeout = 0;
 };
 
+// Where the loop's time goes (docs/benchmarks.md, "Where the time goes"), recorded only while
+// latency tracing is on. Per turn, not per frame: a turn that took new work queue entries and
+// sent frames, a turn whose completions followed frames received in an earlier one.
+struct LoopHops {
+    common::LatencyHistogram seen_to_wire;       // the turn took new WQEs -> its frames handed to the port
+    common::LatencyHistogram rx_to_completion;   // the last frames received -> the completions written
+    common::LatencyHistogram rx_wake;             // a frame's arrival in the kernel -> the loop it woke running
+    common::LatencyHistogram kick_wake_same_cpu;  // a client's kick -> the loop running, on the kicker's CPU
+    common::LatencyHistogram kick_wake_other_cpu; // ... on another CPU (a wake-up across cores)
+    common::LatencyHistogram nap_overshoot;       // a nap that ran to its timer: slept - asked
+    common::LatencyHistogram busy_turn;           // a turn that found work, start to end
+};
+
 // One port and what serves it: its frames (Datapath over the PortIo) and its device's host
 // interface. The services of all lanes share one io_context.
 struct Lane {
@@ -52,7 +65,13 @@ public:
 
     // Registers each port's wake fd with its host service unless `idle.busy_poll` (or a port has
     // none: then naps are timed). `idle.wake_on_rx` is set from that.
+    // Each lane's host service shows the loop's latency hops in its Stats while the loop lives.
     PollLoop(std::vector<Lane> lanes, IdlePolicy::Config idle, Clock clock);
+    ~PollLoop();
+    PollLoop(const PollLoop&) = delete;
+    PollLoop& operator=(const PollLoop&) = delete;
+    // Lets go of the lanes (before their services and ports go away); no turn may follow.
+    void detach();
     PollLoop(port::PortIo& io, Datapath& dp, host::server::HostService& host, IdlePolicy::Config idle, Clock clock)
         : PollLoop(std::vector<Lane>{Lane{io, dp, host}}, idle, clock) {}
 
@@ -68,8 +87,16 @@ public:
     const LoopCounters& counters() const noexcept { return counters_; }
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
 
+    // Latency tracing: the loop's hops, and the hosts' (the clients' stamps) with them.
+    void set_latency_trace(bool on);
+    const LoopHops& hops() const noexcept { return hops_; }
+    host::server::HistogramList histogram_list() const;
+
 private:
     void nap(uint64_t sleep_ns);
+    size_t traced_lane_turn(Lane& l, uint64_t now);
+    void trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns);
+    static int64_t realtime_minus_monotonic();
     size_t poll_ports(uint64_t now);
     uint64_t served_rx() const;
 
@@ -82,6 +109,9 @@ private:
     uint64_t last_control_ = 0;
     bool check_rx_after_timeout_ = false;
     uint64_t rx_frames_at_timeout_ = 0;
+    bool trace_ = false;
+    LoopHops hops_;
+    uint64_t last_rx_ns_ = 0;  // tracing: when the newest frames not yet followed by completions came
 };
 
 }  // namespace rnic::daemon

@@ -100,6 +100,8 @@ struct DpdkPort::Impl final : common::FrameSink {
     WakeMode wake_mode = WakeMode::None;
     int wake_fd = -1;
     std::optional<WakeSocket> wake_socket;
+    bool arrival_stamps = false;  // latency tracing: the wake socket's copies are stamped
+    uint64_t wait_arrival_ns = 0;
 
     std::span<uint8_t> allocate(size_t length) override {
         if (staged.size() >= burst) flush();
@@ -411,6 +413,19 @@ void DpdkPort::arm_rx_wait() {
 void DpdkPort::rx_wait_done() {
     Impl& m = *impl_;
     if (m.wake_mode == WakeMode::Interrupt) rte_eth_dev_rx_intr_disable(m.port_id, 0);
+    // The copies that ended the wait, read now for their stamps (the next arming would drain
+    // them anyway); only the wake socket's copies carry the kernel's arrival time.
+    if (m.arrival_stamps && m.wake_mode == WakeMode::Socket) m.wake_socket->drain_stamped(m.wait_arrival_ns);
+}
+
+void DpdkPort::set_arrival_stamps(bool on) {
+    Impl& m = *impl_;
+    m.arrival_stamps = on && m.wake_mode == WakeMode::Socket && m.wake_socket->enable_timestamps(true);
+    m.wait_arrival_ns = 0;
+}
+
+uint64_t DpdkPort::wait_arrival_realtime_ns() const {
+    return impl_->wait_arrival_ns;
 }
 
 std::string DpdkPort::description() const {

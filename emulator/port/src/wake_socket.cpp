@@ -5,6 +5,8 @@
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -140,6 +142,36 @@ size_t WakeSocket::drain() noexcept {
     std::array<uint8_t, kSnap> sink{};
     size_t n = 0;
     while (n < 256 && recv(fd_, sink.data(), sink.size(), MSG_DONTWAIT | MSG_TRUNC) >= 0) ++n;
+    return n;
+}
+
+bool WakeSocket::enable_timestamps(bool on) noexcept {
+    const int v = on ? 1 : 0;
+    return setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &v, sizeof v) == 0;
+}
+
+size_t WakeSocket::drain_stamped(uint64_t& earliest_realtime_ns) noexcept {
+    earliest_realtime_ns = 0;
+    std::array<uint8_t, kSnap> sink{};
+    alignas(cmsghdr) std::array<uint8_t, CMSG_SPACE(sizeof(timespec))> control{};
+    size_t n = 0;
+    while (n < 256) {
+        iovec iov{sink.data(), sink.size()};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.data();
+        msg.msg_controllen = control.size();
+        if (recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_TRUNC) < 0) break;
+        ++n;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_TIMESTAMPNS) continue;
+            timespec ts{};
+            std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            const uint64_t at = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+            if (at != 0 && (earliest_realtime_ns == 0 || at < earliest_realtime_ns)) earliest_realtime_ns = at;
+        }
+    }
     return n;
 }
 

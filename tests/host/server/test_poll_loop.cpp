@@ -1,12 +1,16 @@
 // rnicd's loop (PollLoop) over FakePort and the real host service: when it naps, what ends a
 // nap, and that a frame is never left waiting for the nap's cap.
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "poll_loop.hpp"
+#include "client_session.hpp"
 #include "raw_client.hpp"
 
 using namespace rnic;
@@ -140,4 +144,97 @@ TEST_CASE("poll loop: a lost wake-up costs one nap cap and is counted") {
     const auto& c = loop.counters();
     CHECK(c.rx_after_timeout + c.last_look_work == 1);
     CHECK(echo_replies(rig) == 1);
+}
+
+namespace {
+
+nlohmann::json latency_doc(Rig& rig) {
+    return nlohmann::json::parse(rig.host->stats_json()).at("latency");
+}
+
+}  // namespace
+
+TEST_CASE("poll loop: latency tracing is off until asked, and then clients are asked to stamp") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
+    CHECK(rig.host->status().latency_trace.load() == 0);
+    CHECK(latency_doc(rig).at("trace") == false);
+    loop.set_latency_trace(true);
+    CHECK(rig.host->status().latency_trace.load() == 1);
+    CHECK(latency_doc(rig).at("trace") == true);
+    loop.set_latency_trace(false);
+    CHECK(rig.host->status().latency_trace.load() == 0);
+}
+
+TEST_CASE("poll loop: a traced doorbell stamp becomes doorbell_to_seen; one from the future is dropped") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(1'000'000), monotonic_ns);
+    loop.set_latency_trace(true);
+    ClientSession s(rig);
+    ClientQp qp = s.create_qp();
+    const uint32_t slot = qp.reply.doorbell;
+
+    s.doorbells->doorbell_ns.store(monotonic_ns());
+    host::abi::ring_doorbell_slot(*s.doorbells, slot);
+    loop.turn();
+    auto doc = latency_doc(rig);
+    const auto& seen = doc.at("hops").at("doorbell_to_seen");
+    CHECK(seen.at("count") == 1);
+    CHECK(seen.at("max_ns").get<uint64_t>() < 10'000'000'000ull);
+    CHECK(doc.at("bogus_stamps") == 0);
+
+    s.doorbells->doorbell_ns.store(monotonic_ns() + 3'600'000'000'000ull);  // an hour ahead
+    host::abi::ring_doorbell_slot(*s.doorbells, slot);
+    loop.turn();
+    doc = latency_doc(rig);
+    CHECK(doc.at("hops").at("doorbell_to_seen").at("count") == 1);
+    CHECK(doc.at("bogus_stamps") == 1);
+
+    // Untraced, the daemon leaves the stamp alone and records nothing.
+    loop.set_latency_trace(false);
+    s.doorbells->doorbell_ns.store(monotonic_ns());
+    host::abi::ring_doorbell_slot(*s.doorbells, slot);
+    loop.turn();
+    CHECK(latency_doc(rig).at("hops").at("doorbell_to_seen").at("count") == 1);
+    CHECK(s.doorbells->doorbell_ns.load() != 0);
+}
+
+TEST_CASE("poll loop: a traced kick that ends a nap is a kick wake-up, split by CPU") {
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
+    loop.set_latency_trace(true);
+    ClientSession s(rig);
+    const int kick = s.kick_fd;
+    auto client = when_asleep(rig, [&s, kick] {
+        s.doorbells->kick_cpu.store(static_cast<uint32_t>(sched_getcpu()));
+        s.doorbells->kick_ns.store(monotonic_ns());
+        const uint64_t one = 1;
+        REQUIRE(write(kick, &one, sizeof one) == sizeof one);
+    });
+    loop.turn();
+    client.join();
+    const auto& h = loop.hops();
+    if (loop.counters().woken_by_kick == 1) {
+        CHECK(h.kick_wake_same_cpu.count() + h.kick_wake_other_cpu.count() == 1);
+        CHECK(std::max(h.kick_wake_same_cpu.max(), h.kick_wake_other_cpu.max()) < kLongNap);
+        const auto hops = latency_doc(rig).at("hops");
+        CHECK(hops.at("kick_wake_same_cpu").at("count").get<uint64_t>() +
+                  hops.at("kick_wake_other_cpu").at("count").get<uint64_t>() ==
+              1);
+    } else {
+        CHECK(loop.counters().last_look_work == 1);  // the kick beat the nap
+    }
+}
+
+TEST_CASE("poll loop: a traced nap that runs to its timer records how far it overshot") {
+    Rig rig;
+    rig.port.disable_rx_wakeup();
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(50'000), monotonic_ns);
+    loop.set_latency_trace(true);
+    for (int i = 0; i < 5; ++i) loop.turn();
+    CHECK(loop.counters().naps_timed_out == 5);
+    CHECK(loop.hops().nap_overshoot.count() == 5);
+    CHECK(latency_doc(rig).at("hops").at("nap_overshoot").at("count") == 5);
+    // The loop's hops with nothing to measure stay empty.
+    CHECK(loop.hops().seen_to_wire.count() == 0);
 }

@@ -7,10 +7,13 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "frames.hpp"
 #include "rnic/port/wake_socket.hpp"
@@ -138,4 +141,40 @@ TEST_CASE("wake socket: an unknown interface is an error message, not an excepti
     auto w = port::WakeSocket::open("rnic-no-such-if", kSelf.ipv4);
     REQUIRE_FALSE(w);
     CHECK(w.error().find("if_nametoindex") != std::string::npos);
+}
+
+TEST_CASE("wake socket: with timestamps on, a drain reports the earliest copy's arrival", "[wake]") {
+    if (!private_loopback()) {
+        WARN("needs root and network namespaces: skipped");
+        return;
+    }
+    auto w = port::WakeSocket::open("lo", kSelf.ipv4);
+    REQUIRE(w);
+    Injector inj;
+    uint64_t earliest = 1;
+    CHECK(w->drain_stamped(earliest) == 0);
+    CHECK(earliest == 0);  // nothing drained, nothing stamped
+
+    REQUIRE(w->enable_timestamps(true));
+    // The kernel turns receive timestamps on through a workqueue (net_enable_timestamp): until it
+    // has, a copy is stamped when read, not when it arrived.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    timespec before{}, after{};
+    clock_gettime(CLOCK_REALTIME, &before);
+    inj.send(ipv4_frame(17, 8 + 12 + 16 + 4));
+    pollfd p{w->fd(), POLLIN, 0};
+    REQUIRE(poll(&p, 1, 5000) == 1);
+    inj.send(marker());
+    clock_gettime(CLOCK_REALTIME, &after);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the marker's copy too
+    auto ns = [](const timespec& t) { return uint64_t(t.tv_sec) * 1'000'000'000u + uint64_t(t.tv_nsec); };
+    CHECK(w->drain_stamped(earliest) == 2);
+    CHECK(earliest >= ns(before));
+    CHECK(earliest <= ns(after));
+
+    REQUIRE(w->enable_timestamps(false));
+    inj.send(marker());
+    REQUIRE(poll(&p, 1, 5000) == 1);
+    CHECK(w->drain_stamped(earliest) == 1);
+    CHECK(earliest == 0);  // copies without a stamp
 }

@@ -1,5 +1,6 @@
 // Posting and polling: loads and stores on the shared rings, no syscall except the kick of a
 // sleeping daemon and, rarely, a look at whether the daemon is still there.
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,14 +26,29 @@ uint64_t coarse_now_ns() noexcept {
     return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+uint64_t monotonic_now_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
 void Connection::ring_doorbell(uint32_t slot, bool kick) noexcept {
+    // Stamped before the bits, so the daemon that takes them also sees the stamp (the fence in
+    // ring_doorbell_slot orders the two).
+    const bool trace = status_->latency_trace.load(std::memory_order_relaxed) != 0;
+    if (trace) doorbells_->doorbell_ns.store(monotonic_now_ns(), std::memory_order_relaxed);
     abi::ring_doorbell_slot(*doorbells_, slot);
     if (!kick) return;
     // Pairs with the daemon's fence between `sleeping = 1` and its last doorbell look.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (status_->sleeping.load(std::memory_order_relaxed) != 0) {
+        if (trace) {
+            const int cpu = sched_getcpu();
+            doorbells_->kick_cpu.store(cpu < 0 ? UINT32_MAX : static_cast<uint32_t>(cpu), std::memory_order_relaxed);
+            doorbells_->kick_ns.store(monotonic_now_ns(), std::memory_order_release);
+        }
         const uint64_t one = 1;
         (void)!write(kick_fd_, &one, sizeof one);
     }

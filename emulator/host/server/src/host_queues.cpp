@@ -297,7 +297,7 @@ size_t HostService::Impl::scan_work_queues() {
         if (!s->doorbells) continue;
         Session& session = *s;
         const auto slots = static_cast<uint32_t>(session.doorbell_targets.size());
-        abi::take_doorbells(*session.doorbells, slots, [&](uint32_t slot) {
+        const bool rang = abi::take_doorbells(*session.doorbells, slots, [&](uint32_t slot) {
             if (slot >= session.doorbell_targets.size()) return;
             const QueueRef ref = session.doorbell_targets[slot];
             if (ref.handle == 0) return;  // a bit for a slot the session does not use
@@ -307,6 +307,7 @@ size_t HostService::Impl::scan_work_queues() {
                 wake_queue(ref, it->second->waiting);
             }
         });
+        if (rang && latency_trace) note_doorbell_stamp(session);
     }
     // Queues the engine had no room for try again once it completed something (room appears
     // only as work completes), not every turn.

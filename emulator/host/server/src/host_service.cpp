@@ -202,6 +202,7 @@ void HostService::start() {
         rc)
         throw std::runtime_error(std::string("status page: ") + std::strerror(rc));
     m.status = new (m.status_memory.data()) abi::StatusPage{};
+    m.status->latency_trace.store(m.latency_trace ? 1 : 0, std::memory_order_relaxed);
     if (!kick_reads_never_wait())
         throw std::runtime_error("this kernel cannot read an eventfd without waiting (preadv2 RWF_NOWAIT)");
     m.listen();

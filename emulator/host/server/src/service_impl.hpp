@@ -114,6 +114,15 @@ struct HostService::Impl {
     uint64_t now_ns = 0;
     ServiceCounters counters;
 
+    // ---- latency_trace.cpp ----
+    bool latency_trace = false;
+    common::LatencyHistogram doorbell_to_seen;  // a client's doorbell stamp -> the daemon took the bits
+    uint64_t latency_bogus_stamps = 0;          // stamps in the future or older than 10 s: dropped
+    HistogramSource histogram_source;
+    void note_doorbell_stamp(Session& s);
+    std::optional<KickStamp> take_kick_stamp(uint64_t since_ns);
+    void latency_part(nlohmann::json& doc) const;
+
     alignas(16) std::array<uint8_t, abi::kMaxMessage + 1> rx_buffer{};
     std::vector<transport::WorkCompletion> wc_scratch = std::vector<transport::WorkCompletion>(64);
     transport::SendWr send_scratch;

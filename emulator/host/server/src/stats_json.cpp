@@ -120,6 +120,7 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
     if (extra_counters)
         for (const auto& [name, v] : extra_counters()) counters_doc[name] = v;
     doc["counters"] = counters_doc;
+    latency_part(doc);
 
     json caches = json::object();
     for (const auto& [name, v] : engine.cache_counters()) caches[std::string(name)] = v;

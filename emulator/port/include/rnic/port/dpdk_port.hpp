@@ -28,6 +28,8 @@ public:
     int rx_wait_fd() const override;
     void arm_rx_wait() override;
     void rx_wait_done() override;
+    void set_arrival_stamps(bool on) override;
+    uint64_t wait_arrival_realtime_ns() const override;
     std::string description() const;  // device name, driver, MTU, pool size, for the log
     unsigned ip_mtu() const;          // the largest IP packet the port carries
     // The link's speed in Mb/s as the kernel reports the interface's (ethtool; veth says

@@ -52,6 +52,10 @@ public:
     virtual int rx_wait_fd() const { return -1; }
     virtual void arm_rx_wait() {}
     virtual void rx_wait_done() {}
+    // Latency tracing: when on, rx_wait_done() notes the kernel's arrival time of the earliest
+    // frame that came during the wait (CLOCK_REALTIME ns), if the port can tell; 0 otherwise.
+    virtual void set_arrival_stamps(bool /*on*/) {}
+    virtual uint64_t wait_arrival_realtime_ns() const { return 0; }
 };
 
 }  // namespace rnic::port

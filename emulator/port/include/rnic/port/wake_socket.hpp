@@ -44,6 +44,13 @@ public:
     // Reads every queued copy without blocking; how many there were (bounded by the buffer).
     size_t drain() noexcept;
 
+    // Latency tracing: the kernel stamps each copy with its arrival (SO_TIMESTAMPNS, wall-clock
+    // time). Turning it on makes the kernel timestamp every received frame of the host, a small
+    // cost paid only while tracing.
+    bool enable_timestamps(bool on) noexcept;
+    // drain() with the earliest arrival stamp among the copies (CLOCK_REALTIME ns, 0: none).
+    size_t drain_stamped(uint64_t& earliest_realtime_ns) noexcept;
+
 private:
     explicit WakeSocket(int fd) : fd_(fd) {}
     int fd_ = -1;

@@ -207,7 +207,11 @@ struct StatusPage {
     alignas(64) std::atomic<uint32_t> sleeping;
     std::atomic<uint32_t> shutting_down;  // set on SIGTERM before clients are disconnected
     std::atomic<uint64_t> loop_turns;     // liveness, for tools
+    // Non-zero while rnicd traces latency (rnicd --latency-trace): clients then stamp their
+    // doorbells and kicks (DoorbellBits::doorbell_ns, kick_ns), which costs them a clock read.
+    std::atomic<uint32_t> latency_trace;
 };
+static_assert(offsetof(StatusPage, latency_trace) == 16);
 
 // Bodies: AllocPd, CreateCompChannel and QueryPort requests have none; Stats takes StatsRequest.
 // Replies without a struct below (DeallocPd, ShareSegment, ModifyQp, Destroy*, ...) have none.

@@ -32,10 +32,19 @@ inline constexpr uint32_t kDoorbellSummaryWords = kDoorbellWords / 64;
 
 struct DoorbellBits {
     alignas(kCacheLine) std::atomic<uint64_t> top;                             // bit i: summary[i] may have bits
+    // Latency tracing only (StatusPage::latency_trace): the client's CLOCK_MONOTONIC time of its
+    // last doorbell (stored before the bits) and of its last kick, and the CPU it kicked from.
+    // The daemon takes each with an exchange to 0. A client may write anything here: the daemon
+    // uses them only for its histograms and drops values that cannot be true.
+    std::atomic<uint64_t> doorbell_ns;
+    std::atomic<uint64_t> kick_ns;
+    std::atomic<uint32_t> kick_cpu;
     alignas(kCacheLine) std::atomic<uint64_t> summary[kDoorbellSummaryWords];  // bit j of i: words[64 i + j]
     alignas(kCacheLine) std::atomic<uint64_t> words[kDoorbellWords];           // bit k of w: slot 64 w + k
 };
 static_assert(kDoorbellSummaryWords <= 64);
+static_assert(offsetof(DoorbellBits, doorbell_ns) == 8);
+static_assert(offsetof(DoorbellBits, kick_cpu) == 24);
 static_assert(offsetof(DoorbellBits, summary) == kCacheLine);
 static_assert(offsetof(DoorbellBits, words) == 2 * kCacheLine);
 static_assert(sizeof(DoorbellBits) == 2 * kCacheLine + kDoorbellWords * 8);

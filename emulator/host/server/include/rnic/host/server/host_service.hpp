@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "rnic/cm/cm_service.hpp"
+#include "rnic/common/latency_histogram.hpp"
 #include "rnic/host/abi/control.hpp"
 #include "rnic/host/server/pinned_pages.hpp"
 #include "rnic/host/server/user_limits.hpp"
@@ -42,6 +43,9 @@ enum class NapEnd : uint8_t { Skipped, Kick, Wake, Control, Timer };
 using Resolver = std::function<Resolution(const wire::Gid& dgid, uint64_t now_ns, wire::MacAddr& mac)>;
 // Counters of the parts the service does not own (datapath, ARP, ICMP), for the Stats op.
 using CounterSource = std::function<std::vector<std::pair<std::string, uint64_t>>()>;
+// Latency histograms of the parts the service does not own (the poll loop's hops), by name.
+using HistogramList = std::vector<std::pair<std::string, const common::LatencyHistogram*>>;
+using HistogramSource = std::function<HistogramList()>;
 
 struct ServerConfig {
     std::string name = "rnic0";
@@ -127,6 +131,26 @@ public:
     std::string socket_path() const;
     size_t session_count() const;
     const abi::StatusPage& status() const;
+
+    // Latency tracing (docs/benchmarks.md, "Where the time goes"). On: the status page asks
+    // clients to stamp their doorbells and kicks, and the service records how long a doorbell
+    // took to be seen. `histograms` adds the poll loop's hops to the Stats document.
+    void set_latency_trace(bool on);
+    bool latency_trace() const noexcept;
+    void set_histogram_source(HistogramSource histograms);
+    // What the turns did so far (the poll loop's hop accounting compares them around a turn).
+    struct Activity {
+        uint64_t wqes_posted = 0;
+        uint64_t cqes_delivered = 0;
+    };
+    Activity activity() const noexcept;
+    // After a nap a kick ended: the earliest kick stamp a session left at or after `since_ns`
+    // (older ones are kicks that woke nothing: taken and dropped), and the CPU it came from.
+    struct KickStamp {
+        uint64_t ns = 0;
+        uint32_t cpu = UINT32_MAX;
+    };
+    std::optional<KickStamp> take_kick_stamp(uint64_t since_ns);
 
     // The device's connection manager (rdma_cm's ids and channels are the sessions'); the poll
     // loop's datapath feeds it QP 1's frames and sends its MADs.
