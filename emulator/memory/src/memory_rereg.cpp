@@ -5,7 +5,11 @@
 // this function or the entry after it, never a mix. Like a hardware RNIC that re-writes an
 // MPT entry (mlx5's UMR), the unit is the access: a message spread over several packets may
 // see the old translation for its first packets and the new one for the rest, each packet
-// checked against what it meets.
+// checked against what it meets. The responder closes that gap for the messages it serves:
+// it notes the entry's generation at a WRITE's first packet (a READ's first response) and fails
+// the rest of the message with a remote access error if a re-registration came in between, as
+// mlx5's revoke-then-update of the mkey fails packets that meet it. So a WRITE or READ lands
+// wholly through the old translation, wholly through the new one, or fails.
 #include <cerrno>
 #include <limits>
 
@@ -98,8 +102,14 @@ int MemoryTable::reregister_mr(uint32_t key, const MrRereg& c) {
     if (c.change_pd) e->pd = c.pd;
     e->access = access;
     e->state = MrState::Valid;
+    ++e->generation;
     ++counters_.mr_reregistrations;
     return 0;
+}
+
+uint32_t MemoryTable::generation(uint32_t key) const noexcept {
+    const MptEntry* e = is_window_key(key) ? mw_mpt_.find(key) : mpt_.find(key);
+    return e != nullptr ? e->generation : 0;
 }
 
 }  // namespace rnic::mem

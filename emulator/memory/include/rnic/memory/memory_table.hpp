@@ -93,6 +93,11 @@ public:
     AccessError invalidate(uint32_t key, uint32_t pd);
     // The entry a key names, Valid or Invalid; nullopt for free indexes and stale keys.
     std::optional<MptEntry> query(uint32_t key) const;
+    // The re-registration count of the entry `key` names (0 for none): a responder records it at
+    // a message's first packet and refuses the rest of the message if it changed, so no WRITE or
+    // READ is served half through the old translation and half through the new one. Not a
+    // lookup the NIC pays for (the MPT entry is already in hand for the packet's own access).
+    uint32_t generation(uint32_t key) const noexcept;
 
     // --- memory windows (memory_windows.cpp; checks and errno values as Linux rxe's) --------
     // mw_type: 1 or 2 (enum ibv_mw_type). A type 1 window starts usable-but-unbound, a type 2
