@@ -91,7 +91,7 @@ TEST_CASE("rereg translation: same keys, accesses reach the new pages, old MTT r
     CHECK(table.deregister_mr(r.keys.lkey) == 0);
 }
 
-TEST_CASE("rereg PD and access: checks use the new values; an invalidated region is valid again", "[rereg]") {
+TEST_CASE("rereg PD and access: checks use the new values, an invalidated region is valid again", "[rereg]") {
     MemoryTable table(small_config());
     PageBuffer buf(1);
     const RegResult r = table.register_mr(kPd, buf.data(), kPageSize, 0x1000, kAllRights);
