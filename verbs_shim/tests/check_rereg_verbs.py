@@ -51,6 +51,8 @@ except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
     failures.append(f"bed: {e} {getattr(e, 'stderr', '')}")
 finally:
     subprocess.run([testbed, "down"], env=env, capture_output=True, timeout=60)
+    if not failures:  # the daemons' logs stay for a failure
+        subprocess.run(["rm", "-rf", state])
 
 print("FAILED: " + "; ".join(failures) if failures else "all ibv_rereg_mr checks passed")
 sys.exit(1 if failures else 0)
