@@ -336,6 +336,17 @@ void World::track(Hostile* s, Op op, const void* body, SessionReply& r) {
             keep(s->mrs, Mr{r.as<abi::RegMrReply>().lkey, r.as<abi::RegMrReply>().rkey, req.iova, req.length});
             break;
         }
+        case Op::ReregMr: {  // the region's new range, for the WQEs that name it later
+            abi::ReregMrRequest req;
+            std::memcpy(&req, body, sizeof req);
+            if ((req.flags & abi::kReregChangeTranslation) == 0) break;
+            for (Mr& m : s->mrs)
+                if (m.lkey == req.lkey) {
+                    m.iova = req.iova;
+                    m.length = req.length;
+                }
+            break;
+        }
         case Op::CreateCq: {
             CqRing cq;
             cq.reply = r.as<abi::CreateCqReply>();
@@ -416,8 +427,12 @@ struct Fds {
 
 void World::control() {
     Hostile* s = session();
-    uint8_t op_byte = p_.u8() % 28;  // 0 and 25: ops that do not exist; 26, 27: the window ops
-    const Op op = op_byte == 26 ? Op::AllocMw : op_byte == 27 ? Op::DeallocMw : static_cast<Op>(op_byte);
+    // 0 and 25: ops that do not exist; 26, 27: the window ops; 28: ReregMr.
+    uint8_t op_byte = p_.u8() % 29;
+    const Op op = op_byte == 26   ? Op::AllocMw
+                  : op_byte == 27 ? Op::DeallocMw
+                  : op_byte == 28 ? Op::ReregMr
+                                  : static_cast<Op>(op_byte);
     std::vector<uint8_t> body;
     Fds fds;
     auto put = [&body](const auto& v) {
@@ -456,8 +471,14 @@ void World::control() {
         case Op::DestroyCompChannel:
             put(abi::HandleRequest{op == Op::ReleaseSegment ? p_.u8() + 0u : pick_channel(s), 0});
             break;
-        case Op::RegMr: {
+        case Op::RegMr:
+        case Op::ReregMr: {
             abi::RegMrRequest req{};
+            abi::ReregMrRequest rereg{};
+            if (op == Op::ReregMr) {
+                rereg.lkey = pick(s, &Hostile::mrs, [](const Mr& m) { return m.lkey; });
+                rereg.flags = p_.u8() % 16;  // none, every combination, and a flag that does not exist
+            }
             req.pd = pick_pd(s);
             req.access = p_.u8();
             const uint32_t runs = p_.u8() % 4;
@@ -488,7 +509,18 @@ void World::control() {
             const uint64_t iova = p_.u64();
             req.iova = any_iova ? iova : req.addr + req.page_offset;
             req.run_count = p_.u8() == 0xFF ? p_.u32() : static_cast<uint32_t>(list.size());
-            put(req);
+            if (op == Op::ReregMr) {
+                rereg.pd = req.pd;
+                rereg.access = req.access;
+                rereg.addr = req.addr;
+                rereg.length = req.length;
+                rereg.iova = req.iova;
+                rereg.page_offset = req.page_offset;
+                rereg.run_count = req.run_count;
+                put(rereg);
+            } else {
+                put(req);
+            }
             for (const auto& run : list) put(run);
             break;
         }

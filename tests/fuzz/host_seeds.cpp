@@ -22,6 +22,8 @@ constexpr uint8_t kSignaled = 2, kInline = 8;
 constexpr uint8_t kKiB = kSizeShift + 10;  // size 1024
 constexpr uint8_t kOpAllocPd = 2, kOpCreateSrq = 12, kOpCreateQp = 16, kOpDestroyQp = 19, kOpDestroyAh = 21,
                   kOpDestroyCq = 11, kOpDeregMr = 7, kOpStats = 23;
+// Control op byte 28 is ReregMr (fuzz_host_service.cpp); its flags: 1 translation, 2 PD, 4 access.
+constexpr uint8_t kOpReregMr = 28, kReregPd = 2, kReregAccess = 4;
 
 // The CM's layouts (cm_actions.hpp). Port spaces: 0 TCP, 1 UDP, 2 IB; QP types 0 RC, 1 UC, 2 UD;
 // addresses: 0 our IPv4, 1 our IPv6, 3 the peer's IPv4, 5 0.0.0.0, 8 a neighbour that never
@@ -301,6 +303,22 @@ int main(int argc, char** argv) {
     stale.send(0, 0, kSend, kSignaled, 2, 0, 16).turns(8).destroy(0, kOpDestroyQp, 0).destroy(0, kOpDestroyCq, 0);
     stale.doorbell(0, 2, 0).turns(2);
     write(dir, "destroy-in-use", stale);
+
+    // ReregMr (Control op byte 28) between WQEs that name the region: its rights cut to LOCAL_WRITE
+    // (the WRITE after fails), then back, then a PD change and an unknown flag.
+    Program rereg;
+    rereg.open().setup(0, 2, 32).pair(0, kRc).send(0, 0, kWrite, kSignaled, 1, 0, 64, 100).turns(4);
+    const auto rereg_access = [&rereg](uint8_t flags, uint8_t access) {
+        rereg.action(Action::Control).u8(0).u8(kOpReregMr).u8(0).u8(flags).u8(0).u8(access);
+        rereg.u8(0).u16(0).u8(0).u8(64).u8(0).u64(0).u8(0);  // no runs, page offset, trim, length 64, iova
+    };
+    rereg_access(kReregAccess, 1);
+    rereg.send(0, 0, kWrite, kSignaled, 2, 0, 64, 100).turns(8).poll(0);
+    rereg_access(kReregAccess, 7);
+    rereg_access(kReregPd, 0);
+    rereg_access(8, 7);
+    rereg.send(0, 0, kRead, kSignaled, 3, 0, 64, 100).turns(8).poll(0);
+    write(dir, "rereg-under-traffic", rereg);
 
     // An SRQ with receives, a QP on it (Control CreateQp with the SRQ), Stats.
     Program srq;

@@ -102,6 +102,9 @@ def functional():
             lines.append(line.strip())
         check(any(l.startswith("cq_err") for l in lines), f"the hostile client's CQ overflowed: CQ_ERR ({lines[:3]})")
         check(any(l.startswith("round") for l in lines), "the hostile client runs its rounds")
+        rereg = [l for l in lines if l.startswith("rereg")]
+        check(rereg and all(l == "rereg as expected" for l in rereg),
+              f"hostile ReregMr requests get their errno, right ones succeed ({rereg[:2]})")
         held = ctl_json("-d", "rnic0", "session")
         theirs = next((s for s in held["sessions"] if s["pid"] == hostile.pid), {})
         check(theirs.get("qps", 0) >= 2, f"the hostile session holds objects ({theirs})")

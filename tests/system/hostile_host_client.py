@@ -10,7 +10,9 @@ killed. It prints "ready" once set up, "cq_err HANDLE" when its never-polled CQ 
   queued), then used;
 - a second connection that floods requests without reading a reply, then sends garbage, and a
   third that sends random bytes;
-- Stats.
+- Stats;
+- ReregMr with every field wrong (each must get its errno, "rereg as expected"), right ones (a new
+  translation, rights, on demand and back), and one whose runs do not match its count.
 Usage: hostile_host_client.py SOCKET"""
 import mmap
 import os
@@ -128,6 +130,77 @@ def flood_connection(path):
     return sent
 
 
+def rereg(s, lkey, flags, pd=0, access=0, addr=0, length=0, iova=0, off=0, runs=(), run_count=None):
+    body = struct.pack("<IIIIQQQII", lkey, flags, pd, access, addr, length, iova, off,
+                       len(runs) if run_count is None else run_count)
+    return s.call(49, body + b"".join(struct.pack("<IIQQ", *r) for r in runs))[0]
+
+
+def rereg_attacks(s):
+    """ReregMr (op 49) with everything wrong, each answered with its errno and the region left
+    as it was, then right ones (a new translation, rights, on demand and back) while its QPs may
+    still have WQEs naming it. Returns the cases that were not answered as expected."""
+    st, body, _ = s.call(6, struct.pack("<IIQQQII", s.pd, 7, s.addr, 8192, s.addr, 0, 1) +
+                         struct.pack("<IIQQ", 1, 0, 0, 8192))
+    if st != 0:
+        return [f"RegMr {st}"]
+    lkey = struct.unpack_from("<I", body)[0]
+    page = [(1, 0, 0, 4096)]
+    EINVAL, EOPNOTSUPP = 22, 95
+    cases = [
+        ("unknown key", rereg(s, lkey ^ 0x5A5A00, 4, access=1), EINVAL),
+        ("no flag", rereg(s, lkey, 0), EINVAL),
+        ("unknown flag", rereg(s, lkey, 8 | 4, access=1), EOPNOTSUPP),
+        ("unknown PD", rereg(s, lkey, 2, pd=s.pd + 1000), EINVAL),
+        ("rights", rereg(s, lkey, 4, access=0xFFFFFFFF), EINVAL),
+        ("remote write without local", rereg(s, lkey, 4, access=2), EINVAL),
+        ("runs without translation", rereg(s, lkey, 4, access=1, runs=page), EINVAL),
+        ("unknown segment", rereg(s, lkey, 1, addr=s.addr, length=4096, iova=s.addr, runs=[(99, 0, 0, 4096)]), EINVAL),
+        ("run past the segment", rereg(s, lkey, 1, addr=s.addr, length=4096, iova=s.addr, runs=[(1, 0, 8192, 4096)]),
+         EINVAL),
+        ("run too short", rereg(s, lkey, 1, addr=s.addr, length=8192, iova=s.addr, runs=page), EINVAL),
+        ("length 0", rereg(s, lkey, 1, addr=s.addr, length=0, iova=s.addr, runs=page), EINVAL),
+        ("length 2^64-1", rereg(s, lkey, 1, addr=s.addr, length=2**64 - 1, iova=s.addr, runs=page), EINVAL),
+        ("iova wraps", rereg(s, lkey, 1, addr=s.addr, length=4096, iova=2**64 - 100, off=4096 - 100, runs=page),
+         EINVAL),
+        ("page offset", rereg(s, lkey, 1, addr=s.addr, length=100, iova=s.addr + 5000, off=5000, runs=page), EINVAL),
+        ("iova offset", rereg(s, lkey, 1, addr=s.addr, length=100, iova=s.addr + 8, off=0, runs=page), EINVAL),
+        ("on demand without translation", rereg(s, lkey, 4, access=7 | 64), EINVAL),
+        ("on demand with runs", rereg(s, lkey, 5, access=7 | 64, addr=s.addr, length=4096, iova=s.addr, runs=page),
+         EINVAL),
+        ("on demand at 0", rereg(s, lkey, 5, access=7 | 64, addr=0, length=4096, iova=0), EINVAL),
+        ("FLUSH_PERSISTENT", rereg(s, lkey, 4, access=1 | 512), EOPNOTSUPP),
+        # Right ones: the first page only, read-only, on demand over the whole address space, back.
+        ("first page", rereg(s, lkey, 1, addr=s.addr, length=4096, iova=s.addr, runs=page), 0),
+        ("read only", rereg(s, lkey, 4, access=4), 0),
+        ("implicit on demand", rereg(s, lkey, 5, access=7 | 64, addr=0, length=2**64 - 1, iova=0), 0),
+        ("pinned again", rereg(s, lkey, 5, access=7, addr=s.addr, length=8192, iova=s.addr,
+                               runs=[(1, 0, 0, 8192)]), 0),
+        ("PD", rereg(s, lkey, 2, pd=s.pd), 0),
+    ]
+    wrong = [f"{what}: {got} (want {want})" for what, got, want in cases if got != want]
+    if s.call(7, struct.pack("<II", lkey, 0))[0] != 0:
+        wrong.append("DeregMr after the re-registrations")
+    return wrong
+
+
+def malformed_rereg(path):
+    """A ReregMr whose runs do not match its run_count: the daemon closes that connection."""
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(path)
+    c.settimeout(5)
+    try:
+        c.send(struct.pack("<IHHIIiI", MAGIC, ABI_VERSION, 1, 1, 32, 0, 0) + struct.pack("<II", 1, 0))
+        socket.recv_fds(c, 65536, 5)
+        body = struct.pack("<IIIIQQQII", 1, 1, 0, 0, 0, 4096, 0, 0, 1000)
+        c.send(struct.pack("<IHHIIiI", MAGIC, ABI_VERSION, 49, 2, 24 + len(body), 0, 0) + body)
+        c.recv(65536)
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
 def attack_round(s, path):
     cq = create_cq(s, 4)
     qps = [q for q in (create_qp(s, cq["handle"], 16), create_qp(s, cq["handle"], 16)) if q]
@@ -162,6 +235,9 @@ def attack_round(s, path):
     garbage.send(rng.randbytes(rng.randrange(1, 200)))
     garbage.close()
     s.call(23, struct.pack("<II", 0, 0))
+    wrong = rereg_attacks(s)
+    print("rereg " + ("as expected" if not wrong else "UNEXPECTED " + "; ".join(wrong)), flush=True)
+    malformed_rereg(path)
 
 
 def main():

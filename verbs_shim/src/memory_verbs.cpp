@@ -1,5 +1,6 @@
 // Protection domains and memory registration. Registration shares the application's pages with
 // rnicd without moving them (the client library's PageSharer, docs/host_interface.md).
+#include <cerrno>
 #include <cstdint>
 
 #include "export.hpp"
@@ -82,16 +83,43 @@ RNIC_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     return 0;
 }
 
-// Re-registration in place (new keys kept) is not offered, as on rxe (kernel 6.1: no rereg_mr):
-// rdma-core's checks of the arguments first (EINVAL), then its answer for a provider without
-// the op, IBV_REREG_MR_ERR_INPUT with errno EOPNOTSUPP; the MR is left as it was.
-RNIC_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd*, void* addr, size_t length, int access) {
+// rdma-core's ibv_rereg_mr: its own checks of the arguments (IBV_REREG_MR_ERR_INPUT, errno
+// EINVAL, the MR untouched), then the command, which rnicd executes as mlx5 does (the keys kept,
+// the PD, rights and/or translation swapped between two accesses). A failed command is
+// IBV_REREG_MR_ERR_CMD with the daemon's errno; unlike a kernel driver's, our region is then
+// still exactly as before. The new translation's iova is `addr`, as rdma-core's providers pass.
+// rxe (Linux 6.1) has no rereg_mr at all (docs/fidelity.md).
+RNIC_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
     constexpr int kKnownFlags = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
     const bool bad_input = mr == nullptr || (flags & ~kKnownFlags) != 0 ||
                            ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || addr == nullptr)) ||
                            (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS));
-    errno = bad_input ? EINVAL : EOPNOTSUPP;
-    return IBV_REREG_MR_ERR_INPUT;
+    if (bad_input) {
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    // A PD of another device (or none) names no PD of this connection: the command fails.
+    const bool change_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0;
+    int rc = EINVAL;
+    if (!change_pd || (pd != nullptr && pd->context == mr->context)) {
+        // Optional-range bits (relaxed ordering ...) are hints a device may ignore (verbs.h).
+        const unsigned rights = static_cast<unsigned>(access) & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+        rc = conn_of(mr->context).rereg_mr(mr_of(mr)->impl, static_cast<uint32_t>(flags),
+                                          change_pd ? pd_of(pd)->impl : nullptr, addr, length, rights);
+    }
+    if (rc != 0) {
+        trace_failure("ibv_rereg_mr", rc);
+        errno = rc;
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    if (change_pd) mr->pd = pd;
+    if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+        mr->addr = addr;
+        mr->length = length;
+    }
+    mr->lkey = mr_of(mr)->impl->lkey;
+    mr->rkey = mr_of(mr)->impl->rkey;
+    return 0;
 }
 
 // dma-buf memory is device memory of another driver: nothing rnicd can map.

@@ -343,8 +343,7 @@ TEST_CASE("bad arguments and absent features return rdma-core's errno", "[api]")
     {
         Buffer b(d.pd, 4096);
         CHECK(ibv_dealloc_pd(d.pd) == EBUSY);
-        CHECK(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) ==
-              IBV_REREG_MR_ERR_INPUT);
+        CHECK(ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE) == 0);
     }
 
     // Memory windows are offered (verbs_mw_test.cpp); a type that does not exist is EINVAL.

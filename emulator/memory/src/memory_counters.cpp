@@ -37,6 +37,7 @@ CounterList MemoryTable::counters() const {
         {"mr_reg_errors", counters_.mr_reg_errors},
         {"mr_deregistrations", counters_.mr_deregistrations},
         {"mr_invalidations", counters_.mr_invalidations},
+        {"mr_reregistrations", counters_.mr_reregistrations},
         {"mw_in_use", mw_mpt_.in_use()},
         {"mw_allocations", counters_.mw_allocations},
         {"mw_binds", counters_.mw_binds},

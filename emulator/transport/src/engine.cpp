@@ -126,6 +126,21 @@ int Engine::dereg_mr(uint32_t lkey) noexcept try {
     return ENOMEM;
 }
 
+int Engine::rereg_mr(uint32_t lkey, const mem::MrRereg& change) noexcept try {
+    const auto entry = core_->memory->query(lkey);
+    if (!entry) return EINVAL;
+    ProtectionDomain* to = change.change_pd ? core_->pds.find(change.pd) : nullptr;
+    if (change.change_pd && to == nullptr) return EINVAL;
+    const int rc = core_->memory->reregister_mr(lkey, change);
+    if (rc == 0 && to != nullptr && change.pd != entry->pd) {
+        if (ProtectionDomain* from = core_->pds.find(entry->pd)) --from->users;
+        ++to->users;
+    }
+    return rc;
+} catch (const std::bad_alloc&) {
+    return ENOMEM;
+}
+
 Result<MwInfo> Engine::alloc_mw(uint32_t pd, uint32_t mw_type) noexcept try {
     ProtectionDomain* p = core_->pds.find(pd);
     if (!p) return wire::Unexpected{EINVAL};

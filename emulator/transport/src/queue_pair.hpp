@@ -30,6 +30,7 @@ struct ResponseJob {
     uint32_t length = 0;  // bytes still to send
     uint32_t total_length = 0;
     bool first_sent = false;
+    uint32_t generation = 0;  // of the region at the first response packet (re-registration)
     bool replay = false;  // answers a duplicate request: not a new responder resource
     // atomic
     uint64_t original = 0;
@@ -95,6 +96,7 @@ struct ResponderState {
     uint32_t write_rkey = 0;
     uint32_t write_remaining = 0;
     uint32_t write_total = 0;
+    uint32_t write_generation = 0;  // of the region at the WRITE's first packet (re-registration)
     bool uc_dropping = false;  // UC: rest of a message whose packet was lost
     std::vector<ResponderResource> resources;
     size_t next_resource = 0;

@@ -252,6 +252,11 @@ Responder::Outcome Responder::do_write(QueuePair& qp, const RoceFrame& f) {
         r.write_rkey = reth.rkey;
         r.write_remaining = reth.dma_length;
         r.write_total = reth.dma_length;
+        r.write_generation = core_.memory->generation(reth.rkey);
+    } else if (core_.memory->generation(r.write_rkey) != r.write_generation) {
+        // The region was re-registered since the first packet: the rest must not land through
+        // the new translation (memory_rereg.cpp).
+        return Outcome::AccessError;
     }
     if (f.payload.size() > r.write_remaining) return Outcome::InvalidRequest;
     if (info.ends_message() && f.payload.size() != r.write_remaining) return Outcome::InvalidRequest;
@@ -522,8 +527,13 @@ Emit Responder::emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& s
                       : last        ? op::kRcReadResponseLast
                                     : op::kRcReadResponseMiddle;
     if (first || last) spec.ext.aeth = Aeth{job.syndrome, job.msn};
+    // A region re-registered between two response packets fails the READ (memory_rereg.cpp).
+    const uint32_t generation = core_.memory->generation(job.rkey);
+    if (first) job.generation = generation;
+    const bool same_region = generation == job.generation;
     const Emit e = emit_frame(core_, sink, spec, len, [&](std::span<uint8_t> out) {
-        return core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn) == mem::AccessError::None;
+        return same_region &&
+               core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn) == mem::AccessError::None;
     });
     if (e == Emit::FillFailed || e == Emit::Invalid) {
         // The region went away between request and response: a remote access error.

@@ -1,5 +1,5 @@
 // The ops on protection domains and memory: AllocPd, DeallocPd, ShareSegment, ReleaseSegment,
-// RegMr, DeregMr.
+// RegMr, DeregMr (ReregMr: handlers_rereg_mr.cpp).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -69,15 +69,7 @@ void HostService::Impl::on_reg_mr_odp(Request& rq, const RegMrRequest& req) {
     const bool implicit = req.addr == 0 && req.length == UINT64_MAX && req.iova == 0;
     if (!implicit && (req.addr == 0 || (req.iova & (kPageSize - 1)) != (req.addr & (kPageSize - 1))))
         return rq.fail(EINVAL);
-    if (!s.peer_known) return rq.fail(EPERM);  // whose memory would it be?
-    if (!s.process_memory || !s.process_memory->alive()) {
-        s.process_memory = ProcessMemory::open(s.process);
-        if (!s.process_memory) {
-            const int err = errno == EPERM ? EPERM : ESRCH;
-            spdlog::info("session {}: ODP registration refused: pid {} not reachable ({})", s.id, s.process.pid, err);
-            return rq.fail(err);
-        }
-    }
+    if (int rc = open_process_memory(s); rc) return rq.fail(rc);
     if (int rc = charge(s, Resource::Mrs); rc) return rq.fail(rc);
     const auto r = engine.reg_mr_odp(req.pd, req.addr, req.length, req.iova, req.access, s.process_memory.get(),
                                      implicit);
@@ -95,6 +87,38 @@ void HostService::Impl::on_reg_mr_odp(Request& rq, const RegMrRequest& req) {
     rq.ok(RegMrReply{r->lkey, r->rkey});
 }
 
+int HostService::Impl::open_process_memory(Session& s) {
+    if (!s.peer_known) return EPERM;  // whose memory would it be?
+    if (s.process_memory && s.process_memory->alive()) return 0;
+    s.process_memory = ProcessMemory::open(s.process);
+    if (s.process_memory) return 0;
+    const int err = errno == EPERM ? EPERM : ESRCH;
+    spdlog::info("session {}: ODP registration refused: pid {} not reachable ({})", s.id, s.process.pid, err);
+    return err;
+}
+
+int HostService::Impl::collect_pages(Session& s, std::span<const uint8_t> runs, uint32_t run_count,
+                                     uint32_t page_offset, uint64_t length, std::vector<uintptr_t>& pages,
+                                     std::vector<std::shared_ptr<Segment>>& segments) {
+    if (length == 0 || page_offset >= kPageSize || run_count == 0 || runs.size() != size_t{run_count} * sizeof(SegmentRun))
+        return EINVAL;
+    if (length > UINT64_MAX - page_offset - kPageSize) return EINVAL;
+    const uint64_t pages_needed = (uint64_t{page_offset} + length + kPageSize - 1) / kPageSize;
+    for (uint32_t i = 0; i < run_count; ++i) {
+        SegmentRun run{};
+        std::memcpy(&run, runs.data() + i * sizeof run, sizeof run);
+        const auto it = s.segments.find(run.segment_id);
+        if (it == s.segments.end() || run.offset % kPageSize || run.length % kPageSize || run.length == 0 ||
+            run.offset > it->second->memory.size() || run.length > it->second->memory.size() - run.offset ||
+            pages.size() + run.length / kPageSize > pages_needed)
+            return EINVAL;
+        for (uint64_t off = 0; off < run.length; off += kPageSize)
+            pages.push_back(reinterpret_cast<uintptr_t>(it->second->memory.data() + run.offset + off));
+        segments.push_back(it->second);
+    }
+    return pages.size() == pages_needed ? 0 : EINVAL;
+}
+
 void HostService::Impl::on_reg_mr(Request& rq, const RegMrRequest& req) {
     Session& s = rq.s;
     if ((req.access & mem::kAccessOnDemand) && req.run_count == 0 && rq.body.size() == sizeof req)
@@ -110,22 +134,13 @@ void HostService::Impl::on_reg_mr(Request& rq, const RegMrRequest& req) {
     // offset in its page differs from the buffer's, on every device: a program doing it
     // must fail here as it would on a real RNIC.
     if ((req.iova & (kPageSize - 1)) != req.page_offset) return rq.fail(EINVAL);
-    const uint64_t pages_needed = (uint64_t{req.page_offset} + req.length + kPageSize - 1) / kPageSize;
     std::vector<uintptr_t> pages;
     HostMr mr;
-    for (uint32_t i = 0; i < req.run_count; ++i) {
-        SegmentRun run{};
-        std::memcpy(&run, rq.body.data() + sizeof req + i * sizeof run, sizeof run);
-        const auto it = s.segments.find(run.segment_id);
-        if (it == s.segments.end() || run.offset % kPageSize || run.length % kPageSize || run.length == 0 ||
-            run.offset > it->second->memory.size() || run.length > it->second->memory.size() - run.offset ||
-            pages.size() + run.length / kPageSize > pages_needed)
-            return rq.fail(EINVAL);
-        for (uint64_t off = 0; off < run.length; off += kPageSize)
-            pages.push_back(reinterpret_cast<uintptr_t>(it->second->memory.data() + run.offset + off));
-        mr.segments.push_back(it->second);
-    }
-    if (pages.size() != pages_needed) return rq.fail(EINVAL);
+    if (int rc = collect_pages(s, rq.body.subspan(sizeof req), req.run_count, req.page_offset, req.length, pages,
+                               mr.segments);
+        rc)
+        return rq.fail(rc);
+    const uint64_t pages_needed = pages.size();
     // The object first (uverbs charges the cgroup before the driver pins), then
     // ib_umem_get: every page the buffer spans counts against the process's
     // RLIMIT_MEMLOCK (overlapping MRs each count), read now as the kernel reads the

@@ -152,6 +152,7 @@ constexpr OpRow kOps[] = {
     row<&Impl::on_alloc_mw>(Op::AllocMw),
     row<&Impl::on_dealloc_mw>(Op::DeallocMw),
     row<&Impl::on_resize_cq>(Op::ResizeCq),
+    row<&Impl::on_rereg_mr>(Op::ReregMr, {.tail = true}),
 };
 
 // The lookup is an index, so a row out of place, or one no message could meet, does not compile.

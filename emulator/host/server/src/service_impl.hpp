@@ -160,6 +160,15 @@ struct HostService::Impl {
     void on_reg_mr(Request& rq, const abi::RegMrRequest& req);
     void on_reg_mr_odp(Request& rq, const abi::RegMrRequest& req);
     void on_dereg_mr(Request& rq, const abi::HandleRequest& req);
+    // handlers_rereg_mr.cpp
+    void on_rereg_mr(Request& rq, const abi::ReregMrRequest& req);
+    // The pages a RegMr/ReregMr tail of `run_count` SegmentRuns names, for a buffer `page_offset`
+    // bytes into its first page and `length` long, and the segments they lie in; EINVAL for any
+    // run that is not within a segment of the session or pages that do not add up.
+    int collect_pages(Session& s, std::span<const uint8_t> runs, uint32_t run_count, uint32_t page_offset,
+                      uint64_t length, std::vector<uintptr_t>& pages, std::vector<std::shared_ptr<Segment>>& segments);
+    // The session's ODP backend, opened at its first use (0, EPERM or ESRCH).
+    int open_process_memory(Session& s);
     // handlers_mw.cpp
     void on_alloc_mw(Request& rq, const abi::AllocMwRequest& req);
     void on_dealloc_mw(Request& rq, const abi::HandleRequest& req);

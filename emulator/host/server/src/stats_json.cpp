@@ -88,10 +88,10 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
     // Why keys and accesses were refused, by kind; *_access_fault are accesses to pages a client
     // took away (its file shrunk under the daemon's mapping). mw_*: memory windows in use, binds.
     // odp_*: accesses to on-demand regions served through their owners' address spaces, their
-    // bytes, and those that failed.
+    // bytes, and those that failed. mr_reregistrations: ibv_rereg_mr that succeeded.
     for (const auto& [name, v] : engine.memory().counters())
         if (name.starts_with("local_access_") || name.starts_with("remote_access_") || name.starts_with("mw_") ||
-            name.starts_with("odp_"))
+            name.starts_with("odp_") || name == "mr_reregistrations")
             counters_doc[std::string(name)] = v;
     const ServiceCounters& c = counters;
     const std::pair<const char*, uint64_t> own[] = {

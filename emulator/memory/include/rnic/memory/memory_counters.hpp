@@ -16,6 +16,7 @@ struct MemoryCounters {
     uint64_t mr_reg_errors = 0;
     uint64_t mr_deregistrations = 0;
     uint64_t mr_invalidations = 0;
+    uint64_t mr_reregistrations = 0;  // ibv_rereg_mr that succeeded
     uint64_t mw_allocations = 0;
     uint64_t mw_binds = 0;  // unbinds (zero-length binds of type 1 windows) included
     uint64_t mw_bind_errors = 0;

@@ -17,6 +17,7 @@
 #include "rnic/memory/memory_config.hpp"
 #include "rnic/memory/memory_counters.hpp"
 #include "rnic/memory/mpt.hpp"
+#include "rnic/memory/mr_rereg.hpp"
 #include "rnic/memory/mtt.hpp"
 #include "rnic/memory/odp_backend.hpp"
 
@@ -76,6 +77,14 @@ public:
     // 0, or EINVAL when the key names no registered region (stale variant included) or windows
     // are still bound to it (rxe's answer, IBA 10.6.7.2.6).
     int deregister_mr(uint32_t key);
+    // ibv_rereg_mr (memory_rereg.cpp): the region `key` names takes the new PD, rights and/or
+    // translation in one step, keeping its keys; the MPT entry and MTT cache lines it had are
+    // invalidated, its old MTT range freed. Every check comes first: on error nothing changed.
+    // Errors: EINVAL (no such region, a window's key, bad rights or range, ON_DEMAND toggled
+    // without a translation), EOPNOTSUPP (rights this device lacks), EBUSY (windows are bound to
+    // it: they name its pages and rights), ENOMEM (MTT full). A region that was invalidated
+    // (LOCAL_INV, SEND_WITH_INV) is valid again afterwards: it has been registered anew.
+    int reregister_mr(uint32_t key, const MrRereg& change);
     // SEND_WITH_INV / LOCAL_INV: the region stays registered but its keys stop working.
     // InvalidKey (no such region), PdMismatch (not the QP's PD), AccessDenied (windows are bound
     // to it: rxe refuses) or None; invalidating an already invalid region is None, as in rxe.
@@ -84,6 +93,11 @@ public:
     AccessError invalidate(uint32_t key, uint32_t pd);
     // The entry a key names, Valid or Invalid; nullopt for free indexes and stale keys.
     std::optional<MptEntry> query(uint32_t key) const;
+    // The re-registration count of the entry `key` names (0 for none): a responder records it at
+    // a message's first packet and refuses the rest of the message if it changed, so no WRITE or
+    // READ is served half through the old translation and half through the new one. Not a
+    // lookup the NIC pays for (the MPT entry is already in hand for the packet's own access).
+    uint32_t generation(uint32_t key) const noexcept;
 
     // --- memory windows (memory_windows.cpp; checks and errno values as Linux rxe's) --------
     // mw_type: 1 or 2 (enum ibv_mw_type). A type 1 window starts usable-but-unbound, a type 2

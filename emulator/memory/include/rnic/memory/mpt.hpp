@@ -43,6 +43,9 @@ struct MptEntry {
     uint32_t bound_windows = 0;  // MR: windows bound to it (it cannot be deregistered meanwhile)
     uint32_t mw_region = 0;      // MW: MPT index of the region it is bound to; 0 = not bound
     uint32_t mw_qpn = 0;         // type 2 MW: the only QP that may use it (0 after that QP is gone)
+    // MR: bumped by every re-registration, so a message that began under the old entry can tell
+    // it is gone (MemoryTable::generation) instead of going on through the new one.
+    uint32_t generation = 0;
 
     bool is_window() const noexcept { return kind != MptKind::Mr; }
     bool bound() const noexcept { return mw_region != 0; }

@@ -14,6 +14,7 @@
 
 #include "rnic/common/frame_sink.hpp"
 #include "rnic/congestion/dcqcn_params.hpp"
+#include "rnic/memory/mr_rereg.hpp"
 #include "rnic/memory/odp_backend.hpp"
 #include "rnic/transport/counters.hpp"
 #include "rnic/transport/device_attr.hpp"
@@ -144,6 +145,10 @@ public:
     // Work that still names the MR's keys fails with a protection error when it reaches them.
     // EINVAL while memory windows are bound to it (rxe).
     int dereg_mr(uint32_t lkey) noexcept;
+    // ibv_rereg_mr: the region keeps its keys; its PD, rights and/or translation change in one
+    // step between two accesses (mem::MemoryTable::reregister_mr). EINVAL also for a new PD that
+    // does not exist.
+    int rereg_mr(uint32_t lkey, const mem::MrRereg& change) noexcept;
     // Memory windows (IBV_MW_TYPE_1 = 1, IBV_MW_TYPE_2 = 2). Binding and invalidation are work
     // requests (BIND_MW, LOCAL_INV, SEND_WITH_INV); deallocation unbinds whatever is bound.
     Result<MwInfo> alloc_mw(uint32_t pd, uint32_t mw_type) noexcept;

@@ -47,9 +47,11 @@ enum class CmOp : uint16_t {
 inline constexpr uint16_t kCmOpFirst = 25;
 inline constexpr uint16_t kCmOpLast = 45;
 // Verbs ops added after the CM's continue from here (control.hpp's Op; op_table.cpp: row i is
-// op i + 1): AllocMw 46, DeallocMw 47, ResizeCq 48.
+// op i + 1): AllocMw 46, DeallocMw 47, ResizeCq 48, ReregMr 49.
 inline constexpr uint16_t kOpResizeCq = kCmOpLast + 3;
 static_assert(kOpResizeCq == static_cast<uint16_t>(Op::ResizeCq));
+inline constexpr uint16_t kOpReregMr = kCmOpLast + 4;
+static_assert(kOpReregMr == static_cast<uint16_t>(Op::ReregMr));
 
 inline constexpr uint32_t kCmPrivateDataMax = 256;  // the largest a CM MAD carries (MRA's 222 rounded up)
 inline constexpr uint32_t kCmBacklogMax = 1024;     // CONNECT_REQUESTs queued per listener, at most

@@ -60,6 +60,7 @@ enum class Op : uint16_t {
     AllocMw = 46,    // AllocMwRequest -> AllocMwReply
     DeallocMw = 47,  // HandleRequest (the window's handle)
     ResizeCq = 48,   // ResizeCqRequest; reply fds: [the new ring memfd]
+    ReregMr = 49,    // ReregMrRequest + SegmentRun[run_count] -> RegMrReply (the keys, unchanged)
 };
 
 struct MessageHeader {
@@ -253,6 +254,30 @@ struct RegMrReply {
     uint32_t lkey;
     uint32_t rkey;
 };
+
+// ibv_rereg_mr (an op number after the CM's, abi/cm.hpp). `flags` are enum ibv_rereg_mr_flags;
+// only the fields their bits name count. A translation is described as RegMr describes one:
+// SegmentRun entries after the struct, or none for an on-demand region (the new rights, or the
+// region's when CHANGE_ACCESS is absent, hold IBV_ACCESS_ON_DEMAND). Turning ON_DEMAND on or off
+// needs CHANGE_TRANSLATION (the client library sends the region's current range then). The
+// region keeps its keys (as mlx5 does when it re-registers in place); on any error it is
+// unchanged (docs/host_interface.md, "Re-registering a region").
+struct ReregMrRequest {
+    uint32_t lkey;    // the region's handle
+    uint32_t flags;   // IBV_REREG_MR_CHANGE_TRANSLATION 1, _CHANGE_PD 2, _CHANGE_ACCESS 4
+    uint32_t pd;      // CHANGE_PD: a PD of this connection
+    uint32_t access;  // CHANGE_ACCESS: enum ibv_access_flags
+    uint64_t addr;    // CHANGE_TRANSLATION: as RegMrRequest
+    uint64_t length;
+    uint64_t iova;
+    uint32_t page_offset;
+    uint32_t run_count;
+};
+static_assert(sizeof(ReregMrRequest) == 48);
+inline constexpr uint32_t kReregChangeTranslation = 1;  // IBV_REREG_MR_CHANGE_TRANSLATION
+inline constexpr uint32_t kReregChangePd = 2;           // IBV_REREG_MR_CHANGE_PD
+inline constexpr uint32_t kReregChangeAccess = 4;       // IBV_REREG_MR_CHANGE_ACCESS
+inline constexpr uint32_t kReregKnownFlags = kReregChangeTranslation | kReregChangePd | kReregChangeAccess;
 
 // Memory windows. The handle is the window's for its whole life; its rkey changes with every
 // bind (the client keeps ibv_mw.rkey as rdma-core's rxe provider does). Binding is a send WQE

@@ -70,6 +70,10 @@ public:
     Result<Mr*> reg_mr(Pd* pd, void* addr, size_t length, uint32_t access);
     Result<Mr*> reg_mr_iova(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
     int dereg_mr(Mr* mr);
+    // ibv_rereg_mr's command (rereg_mr.cpp): `flags` enum ibv_rereg_mr_flags, `pd`, `addr` and
+    // `length`, `access` counting only under their flags; the new iova is `addr`. 0, or the
+    // daemon's errno with the region unchanged. The keys stay the same.
+    int rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint32_t access);
     // Memory windows: the daemon's handle and first rkey. The caller (the shim's ibv_mw) keeps
     // them; binds are send WQEs.
     Result<abi::AllocMwReply> alloc_mw(Pd* pd, uint32_t type);
@@ -122,6 +126,8 @@ public:
 
 private:
     Result<Mr*> reg_mr_odp(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access);
+    int share_segments(const SharedRange& range, std::vector<uint32_t>& sent);
+    void drop_segments(const SharedRange& range);
     Connection() = default;
     int say_hello();
     // A thread that sleeps until the daemon's end of the socket hangs up, then marks the
