@@ -163,6 +163,30 @@ try:
         print(client.stdout, client.stderr, server_out)
     server = None
 
+    if installed:
+        # rnic-enable-global on a private overlay of /etc (the host's loader cache never changes):
+        # Debian's ibv_devices, without rnic-run, then loads /usr/lib/rnic's libibverbs and sees
+        # both devices; `off` gives it Debian's library back.
+        ov = state + "-overlay"
+        os.makedirs(ov + "/u", exist_ok=True)
+        os.makedirs(ov + "/w", exist_ok=True)
+        script = (f"mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir={ov}/u,"
+                  f"workdir={ov}/w /etc && rnic-enable-global on >/dev/null && "
+                  "ldd /usr/bin/ibv_devices | grep libibverbs.so.1 && "
+                  f"RNIC_RUN_DIR={bed['run_dir']} ibv_devices && rnic-enable-global off >/dev/null && "
+                  "ldd /usr/bin/ibv_devices | grep libibverbs.so.1")
+        r = run(["ip", "netns", "exec", bed["ns_a"], "unshare", "-m", "sh", "-c", script], timeout=60)
+        out = r.stdout.splitlines()
+        check(r.returncode == 0 and "/usr/lib/rnic/libibverbs.so.1" in out[0] and
+              any("rnic0" in l for l in out) and any("rnic1" in l for l in out) and
+              "/usr/lib/rnic" not in out[-1],
+              "rnic-enable-global on: Debian's ibv_devices, without rnic-run, lists rnic0 and rnic1; off: "
+              "Debian's libibverbs again")
+        if r.returncode:
+            print(r.stdout, r.stderr)
+        shutil.rmtree(ov, ignore_errors=True)
+        check(not os.path.lexists("/etc/ld.so.conf.d/00-rnic.conf"), "the host's own /etc was never changed")
+
     # systemctl stop: SIGTERM. Status 0 and the capture flushed whole.
     daemon.send_signal(signal.SIGTERM)
     try:
