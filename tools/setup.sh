@@ -5,11 +5,12 @@
 #   tools/setup.sh --main      only what the main job (tools/run-demo.sh) needs: its packages and,
 #                              in build/, only rnicd, the drop-in libibverbs.so.1, rnic-sysfs and
 #                              rnic-pcap (docs/packaging.md: "First run", measured)
+#   tools/setup.sh --deb       only what tools/build-deb.sh needs to build the package, no build
 #   tools/setup.sh --no-build  every package, no build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
-case $mode in all|--main|--no-build) ;; *) echo "usage: tools/setup.sh [--main|--no-build]" >&2; exit 2 ;; esac
+case $mode in all|--main|--deb|--no-build) ;; *) echo "usage: tools/setup.sh [--main|--deb|--no-build]" >&2; exit 2 ;; esac
 
 # The main job's packages: the compiler, the libraries `cmake -S .` requires (catch2 and Python
 # only for the configure step), DPDK with its af_packet driver, the namespaces (iproute2,
@@ -39,6 +40,8 @@ packages=(
   file systemd lintian
 )
 [[ $mode == --main ]] && packages=("${main_packages[@]}")
+# The package holds librdmacm.so.1 too (rdma_cma.h); CPack's shlibdeps runs file(1).
+[[ $mode == --deb ]] && packages=("${main_packages[@]}" librdmacm-dev file)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -55,7 +58,7 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[[ $mode == --no-build ]] && exit 0
+[[ $mode == --no-build || $mode == --deb ]] && exit 0
 
 jobs=$(nproc)
 if [[ $mode == --main ]]; then

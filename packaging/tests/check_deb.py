@@ -120,7 +120,6 @@ check(not any("libibverbs" in p for p in paths if not p.startswith("/usr/lib/rni
 stray = [p for p in paths if not p.startswith(("/usr/", "/etc/rnic", "/lib/systemd/system/", "/etc/", "/lib/"))]
 check(not stray, f"no file outside /usr, /etc/rnic, /lib/systemd ({stray})")
 control = run(["dpkg-deb", "-f", deb, "Depends"]).stdout
-conffiles = run(["dpkg-deb", "--ctrl-tarfile", deb])
 depends = [d.strip().split()[0] for d in control.split(",") if d.strip()]
 check(all(d in depends for d in ("libc6", "libstdc++6", "libpcap0.8", "librte-net-af-packet23")) and
       any(d.startswith("librte-") and d != "librte-net-af-packet23" for d in depends) and
@@ -137,7 +136,7 @@ for t in tags:
 errors = [t for t in tags if t.startswith("E:")]
 warnings = [t for t in tags if t.startswith("W:")]
 unexplained = [t for t in warnings if t.split()[2] not in LINTIAN_EXPLAINED]
-check(r.returncode in (0, 1) and "lintian" not in r.stderr.lower() + "x" or True, "lintian ran")
+check(r.returncode in (0, 1) and tags is not None, f"lintian ran (status {r.returncode})")
 check(not errors, f"lintian: no error ({errors})")
 check(not unexplained, f"lintian: every warning explained in docs/packaging.md ({unexplained})")
 
