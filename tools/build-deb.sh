@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-deb}
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 cppflags=$(dpkg-buildflags --get CPPFLAGS)
 export CFLAGS="$(dpkg-buildflags --get CFLAGS) $cppflags"
 export CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $cppflags"
@@ -23,4 +24,4 @@ cmake --build "$dir" -j "$(nproc)" --target rnicd rnicctl rnic-pcap rnic-sysfs r
     rnic_stub_mlx5 rnic_stub_efa rnic_rdmacm rnic_man_pages rnic_changelog
 rm -f "$dir"/rnic_*.deb
 (cd "$dir" && cpack -G DEB >cpack.log 2>&1) || { cat "$dir/cpack.log" >&2; exit 1; }
-ls "$PWD/$dir"/rnic_*.deb
+ls "$dir"/rnic_*.deb
