@@ -6,9 +6,10 @@
 #   tools/run-demo.sh [ibv_rc_pingpong options]     (default: -s 4096 -m 1024 -n 20 -c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+tools/setup.sh --main  # only what this job needs (tools/setup.sh: everything)
 
-export RNIC_TESTBED=rnicdemo RNIC_TESTBED_NET=10.78.0
+# Names and subnet of the bed: overridable so two runs on one machine do not collide.
+export RNIC_TESTBED=${RNIC_TESTBED:-rnicdemo} RNIC_TESTBED_NET=${RNIC_TESTBED_NET:-10.78.0}
 export RNIC_TESTBED_DIR=${RNIC_TESTBED_DIR:-$(mktemp -d /tmp/rnic-demo.XXXXXX)}
 state=$RNIC_TESTBED_DIR
 server_pid=

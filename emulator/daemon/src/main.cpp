@@ -21,7 +21,9 @@
 #include <cstring>
 #include <memory>
 
+#include "config_file.hpp"
 #include "datapath.hpp"
+#include "journal_log.hpp"
 #include "idle_policy.hpp"
 #include "options.hpp"
 #include "poll_loop.hpp"
@@ -101,7 +103,7 @@ struct Device {
 
 int main(int argc, char** argv) {
     using namespace rnic;
-    const auto parsed = daemon::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    const auto parsed = daemon::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
     if (!parsed) {
         std::fprintf(stderr, "rnicd: %s\n%s", parsed.error().c_str(), daemon::usage());
         return 2;
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
     }
     auto logger = spdlog::stderr_color_mt("rnicd", spdlog::color_mode::never);
     spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%f %^%l%$ %v");
+    daemon::set_log_format();
     spdlog::set_level(spdlog::level::from_str(opt.log_level));
     // Signals before the EAL so a SIGTERM during a slow start is not lost.
     install_signals();
