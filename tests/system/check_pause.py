@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """PAUSE and PFC received by a real rnicd (docs/congestion.md, "PFC and PAUSE"): two rnicd on the
-test bed with --port-rate 100 (a pause quantum is 512 bit times = 5.12 us at 100 Mb/s), Debian's
+test bed with --port-rate 50 (a pause quantum is 512 bit times = 10.24 us at 50 Mb/s), Debian's
 ib_write_bw through rnic-run streaming WRITEs from rnic1 (namespace B) to rnic0 (A), and MAC
 control frames written with an AF_PACKET socket onto A's end of the veth, so they arrive on B's
-interface as a switch's would. A capture of B's transmissions (tcpdump on B's interface) must show:
-  PAUSE        802.3x, quanta 39063 (200.0 ms): a gap in B's RoCE frames of 200 ms;
-  PFC prio 0   the stream's priority (DSCP 0 -> 0): a gap of 200 ms;
+interface as a switch's would. A capture of B's transmissions (dumpcap on A's end) must show:
+  PAUSE        802.3x, quanta 48828 (500.0 ms): a gap in B's RoCE frames of 500 ms;
+  PFC prio 0   the stream's priority (DSCP 0 -> 0): a gap of 500 ms;
   PFC prio 3   another priority only: no gap;
-  resume       PAUSE of 200 ms, then quanta 0 after ~60 ms: a gap of ~60 ms, not 200;
+  resume       PAUSE of 500 ms, then quanta 0 after ~100 ms: a gap of ~100 ms, not 500;
   malformed    a truncated PFC frame and an unknown opcode: counted, dropped, no gap;
 and `rnicctl stat` agrees: rx_pause_ctrl_phy, rx_global_pause, rx_prio0_pause/rx_prio3_pause, the
 durations (mlx5's microseconds), rx_mac_control_malformed, rx_unsupported_op_phy.
@@ -16,8 +16,10 @@ Tolerance of a gap: at least the pause time minus 2 ms (frames the daemon handed
 before the pause took effect still leave, which can only shorten the gap from the start; 2 ms is
 far above a veth's drain time) and at most the pause time plus 60 ms: the pause starts only when B's
 poll loop has read the frame and ends when it next polls after the deadline, and on a loaded
-2-core machine a process may wait tens of milliseconds for a CPU. Outside the pauses the stream
-must have no gap above 40 ms, so the measured gaps are the pauses'.
+2-core machine a process may wait tens of milliseconds for a CPU. The gap looked for is the longest
+one starting within 60 ms of the frame's injection. The stream itself stalls now and then on a
+loaded machine (a receive-ring overrun costs an ACK timeout: up to ~300 ms seen at a load of 16),
+hence pauses of 500 ms, and where nothing paused B no gap may reach 400 ms.
 Usage: check_pause.py TESTBED RNICD RNIC_RUN RNICCTL"""
 import json
 import os
@@ -39,12 +41,16 @@ checks = Checks(verdict_first=True)
 check = checks.check
 run = make_run(env)
 
-RATE_MBPS = 100
-QUANTUM_NS = 512 * 1000 // RATE_MBPS  # 5120 ns
-PAUSE_QUANTA = 39063                  # 200.0 ms at 100 Mb/s
+RATE_MBPS = 50
+QUANTUM_NS = 512 * 1000 // RATE_MBPS  # 10240 ns
+PAUSE_QUANTA = 48828                  # 500.0 ms at 50 Mb/s
 PAUSE_S = PAUSE_QUANTA * QUANTUM_NS / 1e9
+RESUME_AFTER_S = 0.1
 EARLY_S, LATE_S = 0.002, 0.060
-QUIET_MAX_S = 0.040
+# The stream on a veth between two polling daemons on a shared 2-core machine stalls on its own
+# now and then (a receive ring overrun costs an ACK timeout): up to ~300 ms was seen under a load
+# of 16. No gap this long may appear where nothing paused the sender.
+QUIET_MAX_S = 0.4
 DEST = bytes.fromhex("0180c2000001")
 
 
@@ -96,16 +102,29 @@ def inject(ifname, lines):
 
 
 def capture_times(path, mac_b):
-    r = run("tcpdump", "-r", path, "-tt", "-n", "-e", f"ether src {mac_b} and udp port 4791", timeout=60)
-    return [float(l.split()[0]) for l in r.stdout.splitlines() if l.strip()]
+    """Times of the frames from `mac_b` in a classic pcap file (dumpcap -P)."""
+    src = bytes.fromhex(mac_b.replace(":", ""))
+    data = open(path, "rb").read()
+    magic = struct.unpack_from("<I", data)[0]
+    scale = 1e-9 if magic == 0xa1b23c4d else 1e-6
+    off, times = 24, []
+    while off + 16 <= len(data):
+        sec, frac, incl, _ = struct.unpack_from("<IIII", data, off)
+        frame = data[off + 16:off + 16 + incl]
+        if frame[6:12] == src:
+            times.append(sec + frac * scale)
+        off += 16 + incl
+    return times
 
 
-def gap_after(times, t0, window=1.0):
-    """The longest gap between consecutive frames in [t0 - 0.05, t0 + window]."""
-    seg = [t for t in times if t0 - 0.05 <= t <= t0 + window]
-    if len(seg) < 2:
-        return None
-    return max(b - a for a, b in zip(seg, seg[1:]))
+def gap_after(times, t0, window=0.06):
+    """The gap B's transmissions show when a pause frame was written at t0: the longest gap
+    between consecutive frames that starts in [t0 - 0.03, t0 + window] (the daemon reads the frame
+    within its next poll turns; the injector reads its clock after the send, and may wait for a
+    CPU in between: 6 ms seen)."""
+    seg = [t for t in times if t0 - 1.0 <= t <= t0 + 2.0]
+    gaps = [b - a for a, b in zip(seg, seg[1:]) if t0 - 0.03 <= a <= t0 + window]
+    return max(gaps) if gaps else None
 
 
 def main():
@@ -114,13 +133,15 @@ def main():
     e = bed_env()
     src = bytes.fromhex(e["mac_a"].replace(":", ""))
     pcap = f"{state}/b-tx.pcap"
-    dump = subprocess.Popen(["ip", "netns", "exec", e["ns_b"], "tcpdump", "-i", e["if_b"], "-n", "-s", "96",
-                             "-B", "16384", "-w", pcap, "udp port 4791"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    time.sleep(1.0)  # tcpdump listening
+    # B's frames as they arrive on A's end of the veth: rnicd's af_packet port bypasses the
+    # qdisc, so a capture on B's own interface never sees what B sends.
+    dump = subprocess.Popen(["ip", "netns", "exec", e["ns_a"], "dumpcap", "-q", "-P", "-i", e["if_a"], "-s", "96",
+                             "-B", "64", "-f", "udp port 4791", "-w", pcap],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    time.sleep(1.5)  # dumpcap listening
     port = str(20000 + os.getpid() % 20000)
     common = [rnic_run, "--run-dir", e["run_dir"], "ib_write_bw", "-x", "0", "-F", "-p", port, "-s", "65536",
-              "-D", "7", "--report_gbits"]
+              "-D", "9", "-t", "16", "--report_gbits"]
     server = subprocess.Popen(["ip", "netns", "exec", e["ns_a"], "timeout", "40", *common, "-d", "rnic0"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               stdin=subprocess.DEVNULL, env=env)
@@ -138,10 +159,10 @@ def main():
     prio0[0] = PAUSE_QUANTA
     prio3 = list(zeros)
     prio3[3] = PAUSE_QUANTA
-    frames = [pause(src, PAUSE_QUANTA).hex(), "sleep 0.7",
-              pfc(src, 0x01, prio0).hex(), "sleep 0.7",
-              pfc(src, 0x08, prio3).hex(), "sleep 0.7",
-              pause(src, PAUSE_QUANTA).hex(), "sleep 0.06", pause(src, 0).hex(), "sleep 0.7",
+    frames = [pause(src, PAUSE_QUANTA).hex(), "sleep 1.0",
+              pfc(src, 0x01, prio0).hex(), "sleep 1.0",
+              pfc(src, 0x08, prio3).hex(), "sleep 1.0",
+              pause(src, PAUSE_QUANTA).hex(), f"sleep {RESUME_AFTER_S}", pause(src, 0).hex(), "sleep 1.0",
               pfc(src, 0x01, prio0)[:14 + 4 + 8].hex(),              # truncated: 4 of 8 times
               mac_control(src, 0x0002, bytes(40)).hex()]             # EPON GATE: not ours
     sent = inject(e["if_a"], frames)
@@ -169,17 +190,24 @@ def main():
         check(ok, f"{what}: a gap of {g * 1000 if g else float('nan'):.1f} ms in B's transmissions "
                   f"(want {want * 1000:.1f} ms, -{EARLY_S * 1000:.0f}/+{LATE_S * 1000:.0f})")
 
-    gap_check(t_pause, PAUSE_S, "PAUSE quanta 39063 at 100 Mb/s")
+    for t0 in sent:
+        seg = [t for t in times if t0 - 0.05 <= t <= t0 + 1.0]
+        gaps = sorted(((b - a, a - t0) for a, b in zip(seg, seg[1:])), reverse=True)[:3]
+        print("  gaps after", f"{t0:.3f}:", ", ".join(f"{g * 1000:.1f} ms at {s * 1000:+.1f}" for g, s in gaps))
+    gap_check(t_pause, PAUSE_S, f"PAUSE quanta {PAUSE_QUANTA} at {RATE_MBPS} Mb/s")
     gap_check(t_pfc0, PAUSE_S, "PFC priority 0 (the stream's)")
-    g = gap_after(times, t_pfc3, 0.5)
-    check(g is not None and g < QUIET_MAX_S, f"PFC priority 3 only: no gap ({g * 1000 if g else float('nan'):.1f} ms)")
+    g = gap_after(times, t_pfc3)
+    check(g is not None and g < QUIET_MAX_S, f"PFC priority 3 only: no pause-long gap ({g * 1000 if g else float('nan'):.1f} ms)")
     gap_check(t_long, t_resume - t_long, "PAUSE then quanta 0")
-    g = gap_after(times, t_trunc, 0.5)
-    check(g is not None and g < QUIET_MAX_S, f"a truncated PFC and an unknown opcode: no gap ({g * 1000 if g else float('nan'):.1f} ms)")
+    g = gap_after(times, t_trunc)
+    check(g is not None and g < QUIET_MAX_S, f"a truncated PFC and an unknown opcode: no pause-long gap ({g * 1000 if g else float('nan'):.1f} ms)")
     # Outside the pauses the stream flows: the gaps above are the pauses'.
-    quiet = [t for t in times if all(not (s - 0.05 <= t <= s + 0.5) for s in sent) and sent[0] - 1.0 <= t <= sent[-1]]
-    worst = max((b - a for a, b in zip(quiet, quiet[1:]) if b - a < 0.4), default=0)
-    check(worst < QUIET_MAX_S, f"no gap above {QUIET_MAX_S * 1000:.0f} ms outside the pauses ({worst * 1000:.1f} ms)")
+    seg = [t for t in times if sent[0] - 1.0 <= t <= sent[-1] + 1.0]
+    quiet = [b - a for a, b in zip(seg, seg[1:])
+             if all(not (s - 0.03 <= a <= s + 0.06) for s in (t_pause, t_pfc0, t_long))]
+    worst = max(quiet, default=0)
+    check(worst < QUIET_MAX_S, f"no gap of {QUIET_MAX_S * 1000:.0f} ms where nothing paused B (longest "
+                               f"{worst * 1000:.1f} ms)")
 
     d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     check(d.get("rx_mac_control_phy") == 7 and d.get("rx_pause_ctrl_phy") == 5,
@@ -195,17 +223,21 @@ def main():
     got_us = d.get("rx_global_pause_duration", 0)
     # The daemon times the resume on its own clock: the injector's sleep, give or take scheduling.
     check(abs(got_us - want_us) <= 20_000,
-          f"rx_global_pause_duration +{got_us} us (~{want_us:.0f}: 200 ms and the resumed pause)")
+          f"rx_global_pause_duration +{got_us} us (~{want_us:.0f}: a whole pause and the resumed one)")
     check(abs(d.get("rx_prio0_pause_duration", 0) - PAUSE_S * 1e6) <= 1000 and
           abs(d.get("rx_prio3_pause_duration", 0) - PAUSE_S * 1e6) <= 1000,
-          f"rx_prio0/3_pause_duration +200000 us each ({d.get('rx_prio0_pause_duration')}, "
+          f"rx_prio0/3_pause_duration +{PAUSE_S * 1e6:.0f} us each ({d.get('rx_prio0_pause_duration')}, "
           f"{d.get('rx_prio3_pause_duration')})")
     check(d.get("rx_global_pause_transition") == 2, f"two XOFF->XON transitions of the global pause "
           f"({d.get('rx_global_pause_transition')})")
     check(d.get("tx_pause_holds", 0) >= 3, f"the engine held QPs for the pauses (tx_pause_holds +{d.get('tx_pause_holds')})")
     # A's end wrote the frames: its own daemon must not take them as received.
-    check(other.get("rx_mac_control_phy") == 0, f"rnic0 (the injecting side) received none "
-          f"({other.get('rx_mac_control_phy')})")
+    # A's own daemon sees the frames leave its interface (af_packet shows other programs' frames):
+    # from its own MAC, they are not a peer's and pause nothing.
+    check(other.get("rx_mac_control_own") == 7 and other.get("rx_pause_ctrl_phy") == 0
+          and other.get("tx_pause_holds") == 0,
+          f"rnic0 (the injecting side) ignored the frames from its own MAC ({other.get('rx_mac_control_own')}, "
+          f"{other.get('rx_pause_ctrl_phy')}, {other.get('tx_pause_holds')})")
 
 
 try:

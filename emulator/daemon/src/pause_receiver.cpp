@@ -5,6 +5,12 @@
 namespace rnic::daemon {
 
 bool PauseReceiver::receive(std::span<const uint8_t> frame, uint64_t now_ns, transport::Engine& engine) {
+    // From our own MAC: a frame another program sent on this interface, which an af_packet port
+    // sees too. Not a peer's request, and a NIC would never receive its own.
+    if (frame.size() >= 12 && std::equal(frame.begin() + 6, frame.begin() + 12, own_mac_.begin())) {
+        ++own_;
+        return true;
+    }
     ++mac_control_;
     const auto parsed = wire::parse_mac_control(frame);
     if (!parsed) {
@@ -67,6 +73,7 @@ std::vector<std::pair<std::string, uint64_t>> PauseReceiver::counter_list(uint64
     out.emplace_back("rx_pause_ctrl_phy", pause_ctrl_);
     out.emplace_back("rx_unsupported_op_phy", unsupported_);
     out.emplace_back("rx_mac_control_malformed", malformed_);
+    out.emplace_back("rx_mac_control_own", own_);
     out.emplace_back("rx_global_pause", global_.frames);
     out.emplace_back("rx_global_pause_duration", duration_ns(global_, now_ns) / 1000);
     out.emplace_back("rx_global_pause_transition", transitions(global_, now_ns));

@@ -54,6 +54,7 @@ private:
     uint64_t pause_ctrl_ = 0;    // rx_pause_ctrl_phy: PAUSE and PFC frames honoured
     uint64_t unsupported_ = 0;   // rx_unsupported_op_phy
     uint64_t malformed_ = 0;     // rx_mac_control_malformed: truncated, or another station's
+    uint64_t own_ = 0;           // rx_mac_control_own: from our own MAC (seen leaving), ignored
 };
 
 }  // namespace rnic::daemon
