@@ -3,11 +3,14 @@
 // at the port's rate, counted under mlx5's names; bad ones counted and dropped.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "datapath.hpp"
+#include "options.hpp"
 #include "frames.hpp"
 #include "rnic/port/fake_port.hpp"
 #include "rnic/wire/mac_control.hpp"
@@ -89,4 +92,41 @@ TEST_CASE("datapath: PAUSE and PFC pause the engine's priorities for their quant
     CHECK(c.at("rx_global_pause_duration") == 1);  // 1 us of the 5.12 before the resume
     CHECK(c.at("rx_global_pause_transition") == 1);
     CHECK(c.at("port_rx_mac_control") == 6);
+}
+
+TEST_CASE("datapath: a MAC control frame from our own MAC (another program's, seen leaving) pauses nothing", "[datapath]") {
+    port::FakePort io(kSelf.mac);
+    transport::EngineConfig config;
+    config.mac = kSelf.mac;
+    config.gids = port::gid_table(kSelf);
+    transport::Engine engine(config);
+    daemon::Datapath dp(io, engine, kSelf, nullptr);
+    auto own = mac_control(wire::kMacControlAddress, 0x0001, {0xff, 0xff});
+    std::copy(kSelf.mac.begin(), kSelf.mac.end(), own.begin() + 6);
+    io.inject(own);
+    dp.poll(1'000);
+    CHECK(engine.priority_paused_until(0) == 0);
+    const auto c = counters(dp);
+    CHECK(c.at("rx_mac_control_own") == 1);
+    CHECK(c.at("rx_mac_control_phy") == 0);
+    CHECK(c.at("rx_pause_ctrl_phy") == 0);
+}
+
+TEST_CASE("rnicd --dscp-prio: DSCP=PRIO lists, checked whole", "[options]") {
+    auto opts = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--dscp-prio", "26=3,46=5",
+                                       "--dscp-prio", "0=1"});
+    REQUIRE(opts);
+    CHECK(opts->dscp_priority[26] == 3);
+    CHECK(opts->dscp_priority[46] == 5);
+    CHECK(opts->dscp_priority[0] == 1);
+    CHECK(opts->dscp_priority[48] == 6);  // the class selector elsewhere
+    for (const char* bad : {"64=1", "3=8", "3", "3=1,", "x=1", "3=1,4"}) {
+        INFO(bad);
+        auto r = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--dscp-prio", bad});
+        REQUIRE_FALSE(r);
+        CHECK(r.error().find("--dscp-prio") != std::string::npos);
+    }
+    std::array<uint8_t, 64> map = transport::class_selector_priorities();
+    CHECK(daemon::parse_dscp_priorities("1=7,70=1", map));
+    CHECK(map[1] == 0);  // unchanged on error
 }
