@@ -21,7 +21,7 @@ bool EngineCore::hold_for_pause(QueuePair& qp) {
     if (!any_paused() || !priority_paused(qp_priority(qp))) return false;
     if (!qp.pause_parked) {
         qp.pause_parked = true;
-        pause_parked.push_back(qp.qpn);
+        pause_parked.push_back(qp.qpn);  // reserved for max_qp: never allocates
         ++counters.tx_pause_holds;
     }
     return true;
