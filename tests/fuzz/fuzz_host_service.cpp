@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -427,11 +428,12 @@ struct Fds {
 
 void World::control() {
     Hostile* s = session();
-    // 0 and 25: ops that do not exist; 26, 27: the window ops; 28: ReregMr.
-    uint8_t op_byte = p_.u8() % 29;
+    // 0 and 25: ops that do not exist; 26, 27: the window ops; 28: ReregMr; 29: SetCongestionParam.
+    uint8_t op_byte = p_.u8() % 30;
     const Op op = op_byte == 26   ? Op::AllocMw
                   : op_byte == 27 ? Op::DeallocMw
                   : op_byte == 28 ? Op::ReregMr
+                  : op_byte == 29 ? Op::SetCongestionParam
                                   : static_cast<Op>(op_byte);
     std::vector<uint8_t> body;
     Fds fds;
@@ -653,6 +655,23 @@ void World::control() {
             static constexpr const char* kLevels[] = {"off", "critical", "err", "info!", ""};
             abi::SetLogLevelRequest req{};
             std::snprintf(req.level, sizeof req.level, "%s", kLevels[p_.u8() % std::size(kLevels)]);
+            put(req);
+            break;
+        }
+        case Op::SetCongestionParam: {
+            // Knobs the daemon must take or refuse whole: good and bad names, values in and out
+            // of range, cross-field conflicts, and a count or name the request cannot hold.
+            static constexpr const char* kNames[] = {"rp_min_rate", "rp_max_rate", "rp_ai_rate", "rp_gd",
+                                                     "np_enable/3", "rp_enable/9", "ecn_ect",  "rp_bogus",
+                                                     "rp_time_reset", ""};
+            abi::SetCongestionParamRequest req{};
+            req.count = p_.u8() % (abi::kMaxCongestionParams + 2);
+            for (uint32_t i = 0; i < std::min(req.count, abi::kMaxCongestionParams); ++i) {
+                std::snprintf(req.params[i].name, sizeof req.params[i].name, "%s", kNames[p_.u8() % std::size(kNames)]);
+                // rp_time_reset and the rates stay >= 50: the run must stay fast.
+                req.params[i].value = p_.u8() & 0x80 ? p_.u64() : 50 + p_.u8() % 8 * 500;
+                if (p_.u8() == 0xff) std::memset(req.params[i].name, 'x', sizeof req.params[i].name);
+            }
             put(req);
             break;
         }

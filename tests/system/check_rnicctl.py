@@ -6,6 +6,8 @@ both capturing), with traffic moved between them by a raw client (raw_host_clien
   stat, stat qp    RoCE counters non-zero, the text and --json forms agree, per-QP TX = peer RX;
   cache, session   the three caches' counters; the device's object counts, and a SIGKILLed
                    client's objects all reclaimed;
+  cc, cc set       DCQCN's knobs; set at run time (three at once), bad names, values and
+                   combinations refused whole (exit 2), nobody refused (EPERM), restored;
   log-level        set to debug and read back, the daemon's log then holds debug lines;
   errors           an unknown device (exit 1, the socket named), a bad level (exit 2, the levels
                    listed), a QP that does not exist (exit 1).
@@ -195,6 +197,29 @@ def functional():
     check(all(k in counters for k in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
                                       "rp_cnp_ignored")) and counters["np_cnp_sent"] == 0,
           "rnicctl stat: the congestion counters, no CNP without marking")
+    check(all(k in counters for k in ("rx_pause_ctrl_phy", "rx_mac_control_phy", "rx_prio0_pause",
+                                      "rx_prio7_pause_duration", "rx_global_pause")) and counters["rx_pause_ctrl_phy"] == 0,
+          "rnicctl stat: the PAUSE/PFC counters by mlx5's names, none received")
+
+    # ---- cc set: knobs at run time, all or nothing; only the daemon's owner or root ----
+    r = ctl("-d", "rnic0", "cc", "set", "rp_ai_rate=40", "rp_enable/3=0", "rp_min_rate=20", check_rc=False)
+    cc = ctl_json("-d", "rnic0", "cc")
+    check(r.returncode == 0 and cc.get("rp_ai_rate") == 40 and cc.get("rp_enable_prio_mask") == 0xf7
+          and cc.get("rp_min_rate") == 20, f"cc set: three knobs changed and shown by cc ({r.stderr.strip()})")
+    for bad, word in ((["rp_bogus=1"], "rp_bogus"), (["rp_ai_rate=7", "rp_gd=3"], "rp_gd"),
+                      (["rp_max_rate=10"], "rp_min_rate"), (["rp_ai_rate"], "NAME=VALUE"),
+                      (["np_enable/8=0"], "np_enable/8")):
+        r = ctl("-d", "rnic0", "cc", "set", *bad, check_rc=False)
+        check(r.returncode == 2 and word in r.stderr and ctl_json("-d", "rnic0", "cc") == cc,
+              f"cc set {' '.join(bad)}: exit 2, the error names {word}, nothing changed ({r.stderr.strip()!r})")
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    r = run(*nobody, rnicctl, "--run-dir", f"{state}/run", "-d", "rnic0", "cc", "set", "rp_ai_rate=9",
+            timeout=15, check=False)
+    check(r.returncode == 1 and "owner or root" in r.stderr and ctl_json("-d", "rnic0", "cc") == cc,
+          f"cc set as nobody: refused (EPERM), nothing changed ({r.returncode}, {r.stderr.strip()!r})")
+    r = ctl("-d", "rnic0", "cc", "set", "rp_ai_rate=5", "rp_enable/3=1", "rp_min_rate=1", check_rc=False)
+    check(r.returncode == 0 and ctl_json("-d", "rnic0", "cc") == ctl_json("-d", "rnic1", "cc"),
+          "cc set: back to the defaults, as the other daemon's")
 
     # ---- latency: the per-hop histograms, off unless rnicd --latency-trace ----
     lat = ctl_json("-d", "rnic0", "latency")

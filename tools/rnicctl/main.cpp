@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/host/client/connection.hpp"
 
 namespace {
@@ -29,6 +30,9 @@ void usage(std::FILE* out) {
         "  stat [qp QPN]    counters, of the device or of one QP (like `rdma statistic`)\n"
         "  cache            RNIC cache hits, misses and evictions\n"
         "  cc               congestion control: DCQCN and ECN settings (docs/congestion.md)\n"
+        "  cc set NAME=VALUE...  change them at run time, all or nothing (the daemon's owner or\n"
+        "                   root); names as `rnicctl cc` shows them, and rp_enable/N, np_enable/N\n"
+        "                   (0 or 1) for one priority as mlx5's roce_rp/enable/N\n"
         "  latency          per-hop latency histograms, count and p50/p90/p99/max in us (rnicd\n"
         "                   --latency-trace; docs/benchmarks.md, \"Where the time goes\")\n"
         "  session          objects the device holds, then each client session and its objects\n"
@@ -155,6 +159,46 @@ void print_dev(const json& dev) {
               << " ipv4 " << field(dev, "ipv4") << " pid " << field(dev, "pid") << '\n';
 }
 
+// `cc set NAME=VALUE...`: checked here against the daemon's current knobs with the same table
+// (so a mistake is explained, and nothing is sent), then sent as one SetCongestionParam.
+int cc_set(const Options& o, const std::string& device) {
+    const std::vector<std::string> words(o.command.begin() + 2, o.command.end());
+    if (words.empty()) return usage(stderr), kExitUsage;
+    if (words.size() > rnic::host::abi::kMaxCongestionParams) {
+        std::fprintf(stderr, "rnicctl: cc set: at most %u parameters at once\n", rnic::host::abi::kMaxCongestionParams);
+        return kExitUsage;
+    }
+    std::vector<rnic::cc::ParamAssignment> assignments(words.size());
+    std::vector<std::pair<std::string, uint64_t>> params;
+    for (size_t i = 0; i < words.size(); ++i) {
+        if (auto error = rnic::cc::parse_assignment(words[i], assignments[i])) {
+            std::fprintf(stderr, "rnicctl: cc set: %s\n", error->c_str());
+            return kExitUsage;
+        }
+        params.emplace_back(std::string(assignments[i].name), assignments[i].value);
+    }
+    Daemon d;
+    if (const int r = open_daemon(o, device, d); r != 0) return r;
+    // The daemon's knobs as they are, so the cross-field checks see what the daemon will.
+    rnic::cc::DcqcnParams current;
+    const json congestion = d.stats.value("congestion", json::object());
+    for (const auto& info : rnic::cc::dcqcn_param_table())
+        if (congestion.contains(info.name) && congestion.at(info.name).is_number_unsigned())
+            (void)rnic::cc::set_param(current, info.name, congestion.at(info.name).get<uint64_t>());
+    if (auto error = rnic::cc::set_params(current, assignments)) {
+        std::fprintf(stderr, "rnicctl: cc set: %s (nothing changed)\n", error->c_str());
+        return kExitUsage;
+    }
+    if (const int rc = d.connection->set_congestion_params(params); rc != 0) {
+        std::fprintf(stderr, "rnicctl: cc set: %s%s\n", std::strerror(rc),
+                     rc == EPERM   ? " (only the daemon's owner or root may change congestion control)"
+                     : rc == EINVAL ? " (rnicd refused the values; its log says why; nothing changed)"
+                                    : "");
+        return rc == EINVAL ? kExitUsage : kExitFailure;
+    }
+    return 0;
+}
+
 int run(const Options& o) {
     const std::string& cmd = o.command[0];
     const size_t args = o.command.size() - 1;
@@ -207,6 +251,7 @@ int run(const Options& o) {
         }
         return 0;
     }
+    if (cmd == "cc" && args >= 1 && o.command[1] == "set") return cc_set(o, device);
     const bool known = (cmd == "gid" || cmd == "qp" || cmd == "cache" || cmd == "cc" || cmd == "latency" || cmd == "session" || cmd == "user" ||
                         cmd == "log-level" || cmd == "cm")
                            ? args == 0

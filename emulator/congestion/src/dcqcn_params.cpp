@@ -63,28 +63,74 @@ std::optional<std::string> validate(const DcqcnParams& params) {
     return std::nullopt;
 }
 
-std::optional<std::string> set_param(DcqcnParams& params, std::string_view name, uint64_t value) {
+namespace {
+
+// rp_enable/N, np_enable/N: the mask they are a bit of, and N; null when `name` is not one.
+uint8_t DcqcnParams::*priority_switch(std::string_view name, uint32_t& priority) {
+    uint8_t DcqcnParams::*mask = nullptr;
+    if (name.starts_with("rp_enable/"))
+        mask = &P::rp_enable_prio_mask;
+    else if (name.starts_with("np_enable/"))
+        mask = &P::np_enable_prio_mask;
+    else
+        return nullptr;
+    const std::string_view n = name.substr(10);
+    if (n.size() != 1 || n[0] < '0' || n[0] > '7') return nullptr;
+    priority = static_cast<uint32_t>(n[0] - '0');
+    return mask;
+}
+
+// One knob into `params`, range-checked but without the cross-field checks.
+std::optional<std::string> assign(DcqcnParams& params, std::string_view name, uint64_t value) {
+    uint32_t priority = 0;
+    if (uint8_t DcqcnParams::*mask = priority_switch(name, priority)) {
+        if (value > 1) return std::string(name) + " must be 0 or 1, not " + std::to_string(value);
+        const auto bit = static_cast<uint8_t>(1u << priority);
+        params.*mask = static_cast<uint8_t>(value ? (params.*mask | bit) : (params.*mask & ~bit));
+        return std::nullopt;
+    }
     const DcqcnParamInfo* info = find_dcqcn_param(name);
     if (info == nullptr) return "unknown congestion-control parameter '" + std::string(name) + "'";
     if (value < info->min || value > info->max)
         return std::string(name) + " must be in [" + std::to_string(info->min) + ", " + std::to_string(info->max) +
                "] " + std::string(info->unit) + ", not " + std::to_string(value);
-    DcqcnParams candidate = params;
     if (info->field != nullptr)
-        candidate.*(info->field) = static_cast<uint32_t>(value);
+        params.*(info->field) = static_cast<uint32_t>(value);
     else
-        candidate.*(info->mask_field) = static_cast<uint8_t>(value);
+        params.*(info->mask_field) = static_cast<uint8_t>(value);
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> set_param(DcqcnParams& params, std::string_view name, uint64_t value) {
+    const ParamAssignment one{name, value};
+    return set_params(params, std::span(&one, 1));
+}
+
+std::optional<std::string> set_params(DcqcnParams& params, std::span<const ParamAssignment> assignments) {
+    DcqcnParams candidate = params;
+    for (const auto& a : assignments)
+        if (auto error = assign(candidate, a.name, a.value)) return error;
     if (auto error = validate(candidate)) return error;
     params = candidate;
     return std::nullopt;
 }
 
-std::optional<std::string> set_param_assignment(DcqcnParams& params, std::string_view assignment) {
+std::optional<std::string> parse_assignment(std::string_view assignment, ParamAssignment& out) {
     const auto eq = assignment.find('=');
     if (eq == std::string_view::npos) return "expected NAME=VALUE, got '" + std::string(assignment) + "'";
     const auto value = parse_u64(assignment.substr(eq + 1));
     if (!value) return "not a number: '" + std::string(assignment.substr(eq + 1)) + "'";
-    return set_param(params, assignment.substr(0, eq), *value);
+    out.name = assignment.substr(0, eq);
+    out.value = *value;
+    return std::nullopt;
+}
+
+std::optional<std::string> set_param_assignment(DcqcnParams& params, std::string_view assignment) {
+    ParamAssignment a;
+    if (auto error = parse_assignment(assignment, a)) return error;
+    return set_param(params, a.name, a.value);
 }
 
 }  // namespace rnic::cc

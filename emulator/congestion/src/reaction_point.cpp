@@ -176,6 +176,22 @@ void ReactionPoint::on_bytes_sent(uint64_t bytes, uint64_t now_ns) {
     if (!limited_) bytes_since_event_ = 0;
 }
 
+void ReactionPoint::on_params_changed(uint64_t now_ns) {
+    advance(now_ns);
+    const uint64_t ceiling = max_rate_kbps();
+    if (!limited_) {
+        current_kbps_ = target_kbps_ = ceiling;
+        return;
+    }
+    const uint64_t floor = std::min(uint64_t{params_.rp_min_rate} * kKbpsPerMbps, ceiling);
+    current_kbps_ = std::clamp(current_kbps_, floor, ceiling);
+    target_kbps_ = std::clamp(target_kbps_, current_kbps_, ceiling);
+    if (current_kbps_ >= ceiling && !cut_pending_) {
+        limited_ = false;
+        seen_cnp_ = false;
+    }
+}
+
 std::optional<uint64_t> ReactionPoint::next_event_ns() const noexcept {
     std::optional<uint64_t> next;
     if (cut_pending_) next = last_cut_ns_ + monitor_period_ns();

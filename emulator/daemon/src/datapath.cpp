@@ -50,7 +50,8 @@ Datapath::Datapath(port::PortIo& io, transport::Engine& engine, port::HostAddres
       realtime_offset_ns_(realtime_offset_ns),
       clock_(clock),
       arp_(self_),
-      nd_(self_) {}
+      nd_(self_),
+      pause_(self_.mac, engine.config().port_rate_mbps) {}
 
 void Datapath::start(uint64_t now_ns) {
     now_ = now_ns;
@@ -202,6 +203,12 @@ size_t Datapath::poll(uint64_t now_ns) {
                 break;
             case port::FrameClass::Malformed:
                 warn_malformed(c, frame.size());
+                break;
+            case port::FrameClass::MacControl:
+                if (!pause_.receive(frame, now_ns, engine_) && pause_log_.allow(now_))
+                    spdlog::warn("port: MAC control frame of {} bytes dropped (malformed, another station's, or "
+                                 "an opcode other than PAUSE/PFC)",
+                                 frame.size());
                 break;
             case port::FrameClass::NotForUs:
             case port::FrameClass::OtherForUs:
@@ -387,6 +394,7 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("nd_entries", nd_.entries());
     put_all("icmp_", icmp_.list());
     put_all("icmp6_", icmp6_.list());
+    for (auto& [name, v] : pause_.counter_list(now_)) put(std::move(name), v);
     if (cm_) put_all("cm_", cm_->counters().list());
     return out;
 }

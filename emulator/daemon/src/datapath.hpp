@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "pause_receiver.hpp"
 #include "rate_limit.hpp"
 #include "rnic/cm/cm_service.hpp"
 #include "rnic/port/arp.hpp"
@@ -78,6 +79,7 @@ public:
     port::NdAgent& nd() noexcept { return nd_; }
     const port::IcmpCounters& icmp() const noexcept { return icmp_; }
     const port::IcmpCounters& icmp6() const noexcept { return icmp6_; }
+    const PauseReceiver& pause() const noexcept { return pause_; }
     // Every counter of the port, classes, ARP and ICMP by name (the Stats op).
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
     // "name=value ..." of every counter that is not zero, for the log.
@@ -137,6 +139,8 @@ private:
     port::NdAgent nd_;
     port::IcmpCounters icmp_;
     port::IcmpCounters icmp6_;
+    PauseReceiver pause_;
+    RateLimit pause_log_;
     CaptureTap tap_{*this};
     LoopbackSink loopback_sink_{*this};
     std::vector<std::vector<uint8_t>> loopback_;  // frames waiting for the next turn

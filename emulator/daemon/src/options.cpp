@@ -58,7 +58,10 @@ const char* usage() {
            "                    (DISCONNECTED, -ETIMEDOUT). Default 5000/2000/4; 0: never, as Linux\n"
            "  --cc NAME=VALUE   a congestion-control knob, named as mlx5 names it (rp_ai_rate,\n"
            "                    np_min_time_between_cnps, ecn_ect ...: docs/congestion.md); repeatable\n"
-           "  --port-rate MBPS  the port's rate for DCQCN: recovery's ceiling (default 10000)\n"
+           "  --port-rate MBPS  the port's rate for DCQCN (recovery's ceiling) and for PAUSE/PFC\n"
+           "                    (a pause quantum is 512 bit times at it); default 10000\n"
+           "  --dscp-prio DSCP=PRIO[,DSCP=PRIO...]  the 802.1p priority of a DSCP, for DCQCN's\n"
+           "                    per-priority switches and PFC (default: DSCP >> 3); repeatable\n"
            "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
            "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
            "                    mbuf pool holds them all, two bursts and the cache\n"
@@ -163,6 +166,25 @@ bool parse_user_limit(const std::string& v, std::optional<uint32_t>& uid, LimitS
 }
 }  // namespace
 
+std::optional<std::string> parse_dscp_priorities(std::string_view text, std::array<uint8_t, 64>& map) {
+    std::array<uint8_t, 64> result = map;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        const std::string entry(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        const size_t eq = entry.find('=');
+        uint64_t dscp = 0, prio = 0;
+        if (eq == std::string::npos || !parse_u64(entry.substr(0, eq), dscp) || !parse_u64(entry.substr(eq + 1), prio) ||
+            dscp > 63 || prio > 7)
+            return "wants DSCP=PRIO entries (DSCP 0..63, PRIO 0..7) separated by commas, got '" + entry + "'";
+        result[dscp] = static_cast<uint8_t>(prio);
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    map = result;
+    return std::nullopt;
+}
+
 wire::Expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
     using U = wire::Unexpected<std::string>;
     Options o;
@@ -204,7 +226,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
             a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
-            a == "--cm-keepalive" || a == "--cc" || a == "--port-rate";
+            a == "--cm-keepalive" || a == "--cc" || a == "--port-rate" || a == "--dscp-prio";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -277,6 +299,8 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
                          v + "'"};
         } else if (a == "--cc") {
             if (auto error = cc::set_param_assignment(o.congestion, v)) return U{"--cc: " + *error};
+        } else if (a == "--dscp-prio") {
+            if (auto error = parse_dscp_priorities(v, o.dscp_priority)) return U{"--dscp-prio: " + *error};
         } else if (a == "--port-rate") {
             uint64_t n = 0;
             if (!parse_u64(v, n) || n < 1 || n > 1'000'000) return U{"--port-rate wants 1..1000000 Mb/s, got '" + v + "'"};

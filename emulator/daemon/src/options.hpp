@@ -1,15 +1,18 @@
 // rnicd's command line, parsed once before anything starts.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/host/server/user_limits.hpp"
 #include "rnic/port/host_address.hpp"
+#include "rnic/transport/engine.hpp"
 #include "rnic/wire/expected.hpp"
 
 namespace rnic::daemon {
@@ -60,6 +63,10 @@ struct KeepaliveOption {
     uint32_t probes = 4;
 };
 
+// "DSCP=PRIO[,DSCP=PRIO...]" into `map` (DSCP 0..63, PRIO 0..7); the error names the bad entry
+// and `map` is unchanged then.
+std::optional<std::string> parse_dscp_priorities(std::string_view text, std::array<uint8_t, 64>& map);
+
 struct Options {
     std::vector<PortOptions> ports;  // at least one after a successful parse
     KeepaliveOption cm_keepalive;
@@ -67,6 +74,8 @@ struct Options {
     // that is recovery's ceiling and the pacer's reference.
     cc::DcqcnParams congestion;
     uint32_t port_rate_mbps = 10'000;
+    // --dscp-prio: each DSCP's 802.1p priority (DCQCN's per-priority switches, PFC).
+    std::array<uint8_t, 64> dscp_priority = transport::class_selector_priorities();
     CacheOption qpc_cache = kDefaultQpcCache;
     CacheOption mpt_cache = kDefaultMptCache;
     CacheOption mtt_cache = kDefaultMttCache;

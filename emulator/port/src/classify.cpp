@@ -37,6 +37,7 @@ std::string_view to_string(FrameClass c) noexcept {
         case FrameClass::OtherForUs: return "other_for_us";
         case FrameClass::Icmp6ForUs: return "icmp6_for_us";
         case FrameClass::Malformed: return "malformed";
+        case FrameClass::MacControl: return "mac_control";
     }
     return "?";
 }
@@ -48,6 +49,7 @@ FrameClass classify(std::span<const uint8_t> frame, const HostAddress& self) noe
     const uint8_t* p = frame.data();
     size_t off = 12;
     uint16_t ethertype = load_be16(p + off);
+    if (ethertype == kEtherTypeMacControl) return FrameClass::MacControl;
     if (ethertype == wire::kEtherTypeVlan) {
         if (frame.size() < wire::EthernetHeader::kSize + wire::EthernetHeader::kVlanTagSize)
             return FrameClass::Malformed;

@@ -23,7 +23,7 @@ void rearm_rate_timer(EngineCore& core, QueuePair& qp) {
 
 void EngineCore::on_ce_marked(QueuePair& qp, const wire::RoceFrame& frame) {
     const cc::DcqcnParams& params = config.congestion;
-    if (!params.np_enabled_for(priority_of_dscp(frame.dscp()))) return;
+    if (!params.np_enabled_for(config.priority_of_dscp(frame.dscp()))) return;
     if (!qp.cc->np.on_ce_marked(params, now)) return;
     if (pending_cnps.size() >= pending_cnps.capacity()) return;  // one per QP at most anyway
     const auto sgid = std::find(config.gids.begin(), config.gids.end(), frame.dst_gid);
@@ -44,7 +44,7 @@ void EngineCore::on_cnp(const wire::RoceFrame& frame) {
         return;
     }
     ++qp->counters.cnps_received;
-    if (!config.congestion.rp_enabled_for(priority_of_dscp(static_cast<uint8_t>(qp->attr.ah_attr.traffic_class >> 2)))) {
+    if (!config.congestion.rp_enabled_for(config.priority_of_dscp(static_cast<uint8_t>(qp->attr.ah_attr.traffic_class >> 2)))) {
         ++counters.rp_cnp_ignored;
         return;
     }
@@ -106,6 +106,20 @@ void EngineCore::on_congestion_timer(QueuePair& qp, TimerKind kind) {
     }
     // Either timer may have released the QP: a rate increase ends pacing, the pace timer is due.
     if (requester.has_work(qp)) mark_ready(qp);
+}
+
+void EngineCore::on_congestion_params_changed() {
+    qps.for_each([&](uint32_t, QueuePair& qp) {
+        if (!qp.cc) return;
+        const bool was_limited = qp.cc->rp.limited();
+        qp.cc->rp.on_params_changed(now);
+        rearm_rate_timer(*this, qp);
+        // Released from pacing by a new ceiling or floor: its next request need not wait.
+        if (was_limited && !qp.cc->rp.limited()) {
+            cancel(qp.cc->pace_timer);
+            if (requester.has_work(qp)) mark_ready(qp);
+        }
+    });
 }
 
 void EngineCore::init_congestion_timers(QueuePair& qp) noexcept {

@@ -550,8 +550,15 @@ bool Engine::has_pending_work() const noexcept {
     return !core_->ready.empty() || !core_->pending_cnps.empty();
 }
 
-std::optional<std::string> Engine::set_congestion_param(std::string_view name, uint64_t value) noexcept try {
-    return cc::set_param(core_->config.congestion, name, value);
+std::optional<std::string> Engine::set_congestion_param(std::string_view name, uint64_t value) noexcept {
+    const cc::ParamAssignment one{name, value};
+    return set_congestion_params(std::span(&one, 1));
+}
+
+std::optional<std::string> Engine::set_congestion_params(std::span<const cc::ParamAssignment> assignments) noexcept try {
+    if (auto error = cc::set_params(core_->config.congestion, assignments)) return error;
+    core_->on_congestion_params_changed();
+    return std::nullopt;
 } catch (const std::bad_alloc&) {
     return std::string("out of memory");
 }

@@ -36,6 +36,7 @@ EngineCore::EngineCore(EngineConfig c)
       timers(4 * size_t{config.limits.max_qp}) {
     ready.reserve(config.limits.max_qp);
     pending_cnps.reserve(config.limits.max_qp);
+    pause_parked.reserve(config.limits.max_qp);  // a QP is parked at most once
     updated_cqs.reserve(config.limits.max_cq);
 }
 

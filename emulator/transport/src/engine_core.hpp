@@ -5,6 +5,7 @@
 // list, so no per-turn or per-packet step walks every object.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -91,9 +92,27 @@ public:
     bool hold_for_pacing(QueuePair& qp);
     void after_paced_send(QueuePair& qp, uint64_t frame_bytes);
     void on_congestion_timer(QueuePair& qp, TimerKind kind);
+    // The knobs changed (rnicctl cc set): every QP's reaction point takes them, timers follow.
+    void on_congestion_params_changed();
     void cancel_congestion_timers(QueuePair& qp) noexcept;
     void init_congestion_timers(QueuePair& qp) noexcept;
     RingBuffer<PendingCnp> pending_cnps;
+
+    // ---- PFC / PAUSE received (pause_path.cpp, docs/congestion.md) ----
+    // The priority a QP's next frames carry: its path's DSCP (UD: the next WR's address).
+    uint8_t qp_priority(const QueuePair& qp) const noexcept;
+    bool priority_paused(uint8_t priority) const noexcept { return paused_until[priority & 7] > now; }
+    bool any_paused() const noexcept { return paused_mask_until > now; }
+    // True when `qp` may not transmit now: it waits, off the ready list, for its priority.
+    bool hold_for_pause(QueuePair& qp);
+    // Puts the QPs whose priority resumed back on the ready list.
+    void release_paused();
+    bool cnps_paused() const noexcept;
+    // When the earliest pause holding something ends (nullopt: nothing held).
+    std::optional<uint64_t> pause_deadline() const noexcept;
+    std::array<uint64_t, 8> paused_until{};
+    uint64_t paused_mask_until = 0;  // the latest of paused_until: a cheap "none paused" test
+    std::vector<uint32_t> pause_parked;  // QPNs waiting for their priority
 
     EngineConfig config;
     std::unique_ptr<mem::MemoryTable> memory;

@@ -167,14 +167,19 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
     size_t total = 0;
     size_t turns = c.ready.size();
     try {
+        // QPs a PFC/PAUSE held whose priority has resumed rejoin the line.
+        c.release_paused();
+        turns = c.ready.size();
         // CNPs first: they are the fabric's feedback, and a late one is a useless one.
-        if (!c.pending_cnps.empty() && c.now >= c.busy_until) total += c.emit_cnps(sink, max_frames);
+        if (!c.pending_cnps.empty() && c.now >= c.busy_until && !c.cnps_paused())
+            total += c.emit_cnps(sink, max_frames);
         while (total < max_frames && turns-- > 0 && !c.ready.empty() && c.now >= c.busy_until) {
             const uint32_t qpn = c.ready.front();
             c.ready.pop_front();
             QueuePair* qp = c.find_qp(qpn);
             if (!qp || !qp->in_ready) continue;  // destroyed, or an old entry of a reused slot
             qp->in_ready = false;
+            if (c.hold_for_pause(*qp)) continue;  // its priority is paused: parked until it resumes
             const size_t budget = std::min<size_t>(c.config.tuning.tx_burst, max_frames - total);
             size_t n = c.responder.emit(*qp, sink, budget);
             // A QP that DCQCN slowed down sends one request per turn, at its pacer's times.
@@ -227,10 +232,11 @@ size_t Engine::transmit(FrameSink& sink, uint64_t now_ns, size_t max_frames) noe
 std::optional<uint64_t> Engine::next_deadline() const noexcept {
     const EngineCore& c = *core_;
     std::optional<uint64_t> t = c.timers.earliest();
-    if (!c.ready.empty() || !c.pending_cnps.empty()) {
+    if (!c.ready.empty() || (!c.pending_cnps.empty() && !c.cnps_paused())) {
         const uint64_t ready_at = std::max(c.now, c.busy_until);
         t = t ? std::min(*t, ready_at) : ready_at;
     }
+    if (const auto resume = c.pause_deadline()) t = t ? std::min(*t, *resume) : *resume;
     return t;
 }
 

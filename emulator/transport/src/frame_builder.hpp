@@ -26,7 +26,7 @@ inline wire::FrameSpec path_spec(const EngineConfig& cfg, const QueuePair& qp, c
     // ECN-capable as RoCE NICs with DCQCN send, unless the application chose the ECN bits:
     // only then can a switch mark instead of drop, and only a reacting sender should ask for it.
     s.ecn = static_cast<uint8_t>(av.traffic_class & 0x3);
-    if (s.ecn == 0 && cfg.congestion.rp_enabled_for(priority_of_dscp(s.dscp)))
+    if (s.ecn == 0 && cfg.congestion.rp_enabled_for(cfg.priority_of_dscp(s.dscp)))
         s.ecn = static_cast<uint8_t>(cfg.congestion.ecn_ect & 0x3);
     s.hop_limit = av.hop_limit ? av.hop_limit : 64;
     s.flow_label = av.flow_label;

@@ -23,8 +23,4 @@ struct QpCongestion {
     Timer pace_timer;  // the earliest departure of the next request while rate-limited
 };
 
-// The 802.1p priority a DSCP maps to: the "trust DSCP" default of RoCE NICs and switches (the
-// class selector bits), which decides whether DCQCN is enabled for a frame's traffic.
-constexpr uint8_t priority_of_dscp(uint8_t dscp) noexcept { return static_cast<uint8_t>((dscp >> 3) & 7); }
-
 }  // namespace rnic::transport

@@ -119,6 +119,7 @@ struct QueuePair {
     ResponderState resp;
 
     bool in_ready = false;  // on the engine's ready list
+    bool pause_parked = false;  // waiting for its priority's PFC/PAUSE to end (pause_path.cpp)
     std::optional<QpCongestion> cc;  // emplaced at creation
     QpCounters counters;
 

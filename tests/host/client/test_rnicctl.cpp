@@ -146,6 +146,11 @@ TEST_CASE("rnicctl: no daemon is exit 1, bad usage exit 2") {
     REQUIRE(rnicctl(base + "dev").status == 1);
     REQUIRE(rnicctl(base + "frobnicate").status == 2);
     REQUIRE(rnicctl(base + "stat qp x").status == 2);
+    // cc set checks its words before it looks for a daemon.
+    REQUIRE(rnicctl(base + "cc set").status == 2);
+    REQUIRE(rnicctl(base + "cc set rp_ai_rate").status == 2);
+    REQUIRE(rnicctl(base + "cc set rp_ai_rate=x").status == 2);
+    REQUIRE(rnicctl(base + "cc set rp_ai_rate=5").status == 1);  // well formed: no daemon
     REQUIRE(rnicctl("").status == 2);
     rmdir(tmpl);
 }

@@ -314,4 +314,20 @@ int Connection::set_log_level(const std::string& level) try {
     return ENOMEM;
 }
 
+int Connection::set_congestion_params(const std::vector<std::pair<std::string, uint64_t>>& params) try {
+    abi::SetCongestionParamRequest req{};
+    if (params.empty() || params.size() > abi::kMaxCongestionParams) return EINVAL;
+    req.count = static_cast<uint32_t>(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+        const auto& [name, value] = params[i];
+        if (name.empty() || name.size() >= sizeof req.params[i].name) return EINVAL;
+        std::memcpy(req.params[i].name, name.data(), name.size());
+        req.params[i].value = value;
+    }
+    return call(abi::Op::SetCongestionParam, {reinterpret_cast<const uint8_t*>(&req), sizeof req}, {}, nullptr,
+                nullptr);
+} catch (...) {  // allocation failure: verbs report it as ENOMEM
+    return ENOMEM;
+}
+
 }  // namespace rnic::host::client

@@ -38,7 +38,7 @@ using Call = void (*)(Impl&, Request&);
 using ResolvedCall = void (*)(Impl&, Request&, const wire::MacAddr&);
 
 struct OpRow {
-    Op op;
+    Op op;  // a row whose `handle` is null holds the place of a number not assigned here
     uint32_t body_size;  // exactly, or at least with `rules.tail`
     Rules rules;
     Call handle;
@@ -153,6 +153,7 @@ constexpr OpRow kOps[] = {
     row<&Impl::on_dealloc_mw>(Op::DeallocMw),
     row<&Impl::on_resize_cq>(Op::ResizeCq),
     row<&Impl::on_rereg_mr>(Op::ReregMr, {.tail = true}),
+    row<&Impl::on_set_congestion_param>(Op::SetCongestionParam),
 };
 
 // The lookup is an index, so a row out of place, or one no message could meet, does not compile.
@@ -169,10 +170,11 @@ constexpr bool rows_hold() {
 }
 static_assert(rows_hold());
 
-// Null for an op without a row: below 1 or past the last.
+// Null for an op without a row: below 1, past the last, or a placeholder.
 const OpRow* find_op(uint16_t op) {
     if (op == 0 || op > std::size(kOps)) return nullptr;
-    return &kOps[op - 1];
+    const OpRow* r = &kOps[op - 1];
+    return r->handle ? r : nullptr;
 }
 
 struct Refusal {

@@ -178,6 +178,8 @@ struct HostService::Impl {
     void on_create_cq(Request& rq, const abi::CreateCqRequest& req);
     void on_destroy_cq(Request& rq, const abi::HandleRequest& req);
     void on_resize_cq(Request& rq, const abi::ResizeCqRequest& req);
+    // handlers_congestion.cpp
+    void on_set_congestion_param(Request& rq, const abi::SetCongestionParamRequest& req);
     void on_create_srq(Request& rq, const abi::CreateSrqRequest& req);
     void on_modify_srq(Request& rq, const abi::ModifySrqRequest& req);
     void on_query_srq(Request& rq, const abi::HandleRequest& req);

@@ -80,6 +80,12 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
     for (const auto& info : cc::dcqcn_param_table())
         congestion[std::string(info.name)] = cc::get_param(engine.congestion_params(), info);
     congestion["port_rate_mbps"] = engine.config().port_rate_mbps;
+    // PFC/PAUSE received (docs/congestion.md): each DSCP's priority (rnicd --dscp-prio, index =
+    // DSCP), and each priority's pause end on the engine's clock (0: never paused). Apart from
+    // "congestion", whose entries are all knobs.
+    json paused = json::array();
+    for (uint8_t p = 0; p < 8; ++p) paused.push_back(engine.priority_paused_until(p));
+    doc["pfc"] = {{"dscp_priority", engine.config().dscp_priority}, {"paused_until_ns", paused}};
     doc["congestion"] = congestion;
 
     json counters_doc = json::object();

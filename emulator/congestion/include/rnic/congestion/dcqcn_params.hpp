@@ -63,6 +63,18 @@ uint32_t get_param(const DcqcnParams& params, const DcqcnParamInfo& info) noexce
 // Sets NAME to VALUE after range and consistency checks; the error text names the knob and the
 // allowed range, and params stay unchanged on error.
 std::optional<std::string> set_param(DcqcnParams& params, std::string_view name, uint64_t value);
+// Several knobs at once, all or nothing: each is range-checked, the cross-field checks run on
+// the result (so `rp_max_rate=100 rp_min_rate=50` works whatever the order), and params stay
+// unchanged on any error. Besides the table's names this takes mlx5's per-priority switches
+// `rp_enable/N` and `np_enable/N` (N 0..7, value 0 or 1: roce_rp/enable/N), which set one bit
+// of rp_enable_prio_mask / np_enable_prio_mask.
+struct ParamAssignment {
+    std::string_view name;
+    uint64_t value = 0;
+};
+std::optional<std::string> set_params(DcqcnParams& params, std::span<const ParamAssignment> assignments);
+// "NAME=VALUE" parsed (no check of the name or the range).
+std::optional<std::string> parse_assignment(std::string_view assignment, ParamAssignment& out);
 // "NAME=VALUE" as on rnicd's command line.
 std::optional<std::string> set_param_assignment(DcqcnParams& params, std::string_view assignment);
 // Cross-field checks (min <= max rate ...); nullopt when consistent.

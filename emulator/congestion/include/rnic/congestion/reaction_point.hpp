@@ -42,6 +42,12 @@ public:
     // Runs every timer due at or before now_ns: alpha periods, a deferred cut, rate increases.
     void advance(uint64_t now_ns);
 
+    // The knobs changed at run time (rnicctl cc set): the rates are brought inside the new
+    // [rp_min_rate, ceiling] at once (a QP at full rate follows a new ceiling; a limited one is
+    // lifted to a raised rp_min_rate, or ends its episode when the ceiling comes down to it);
+    // periods and steps apply from the next event.
+    void on_params_changed(uint64_t now_ns);
+
     // When advance() next has work; nullopt while the QP runs at full rate.
     std::optional<uint64_t> next_event_ns() const noexcept;
 

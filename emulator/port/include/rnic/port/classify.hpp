@@ -19,12 +19,14 @@ enum class FrameClass : uint8_t {
                  // extension headers)
     Icmp6ForUs,  // ICMPv6 to one of our IPv6 addresses, all-nodes or our solicited-node groups
     Malformed,   // too short or inconsistent headers
+    MacControl,  // EtherType 0x8808, untagged: PAUSE, PFC (the port parses it, whatever the MAC)
 };
-inline constexpr size_t kFrameClassCount = 7;
+inline constexpr size_t kFrameClassCount = 8;
 
 std::string_view to_string(FrameClass c) noexcept;
 
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
+inline constexpr uint16_t kEtherTypeMacControl = 0x8808;
 inline constexpr uint8_t kIpProtoIcmp = 1;
 
 // A frame is ours when it carries our MAC and one of our addresses, or (IPv6) a group we listen to

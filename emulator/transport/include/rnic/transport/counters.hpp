@@ -22,7 +22,8 @@ namespace rnic::transport {
     X(rx_icrc_errors) X(rx_malformed) X(rx_not_rocev2) X(rx_not_for_us) X(rx_unknown_qp) X(rx_bad_state) \
         X(rx_bad_source) X(rx_bad_pkey) X(tx_frames) X(cq_overflows) X(async_events) X(qpc_cache_hits)   \
             X(qpc_cache_misses) X(qpc_cache_evictions) X(processing_ns) X(internal_errors)          \
-                X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)
+                X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)      \
+                    X(pause_requests) X(tx_pause_holds)
 
 struct QpCounters {
     RNIC_COUNTER_MEMBERS(RNIC_QP_COUNTERS)

@@ -4,6 +4,7 @@
 // it in simulated time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +34,13 @@ namespace rnic::transport {
 class EngineCore;
 using common::FrameSink;
 
+// The "trust DSCP" default of RoCE NICs and switches: a DSCP's priority is its class selector.
+constexpr std::array<uint8_t, 64> class_selector_priorities() noexcept {
+    std::array<uint8_t, 64> map{};
+    for (size_t d = 0; d < map.size(); ++d) map[d] = static_cast<uint8_t>(d >> 3);
+    return map;
+}
+
 struct EngineConfig {
     wire::MacAddr mac{};
     // GID table, all RoCE v2; index 0 is the port's IPv4-mapped GID, IPv6 addresses follow in
@@ -46,6 +54,10 @@ struct EngineConfig {
     // ceiling (rp_max_rate 0) and the pacer's reference.
     cc::DcqcnParams congestion;
     uint32_t port_rate_mbps = 10'000;
+    // The 802.1p priority of each DSCP (rnicd --dscp-prio): whether DCQCN is on for a frame's
+    // traffic, and which PFC pause holds it.
+    std::array<uint8_t, 64> dscp_priority = class_selector_priorities();
+    uint8_t priority_of_dscp(uint8_t dscp) const noexcept { return dscp_priority[dscp & 63] & 7; }
 };
 
 // A QP's congestion-control state, for rnicctl.
@@ -192,7 +204,17 @@ public:
     // Sets one knob by its mlx5 name at run time (from the next event of each QP); the error
     // names the knob and its range.
     std::optional<std::string> set_congestion_param(std::string_view name, uint64_t value) noexcept;
+    // Several knobs, all or nothing (cc::set_params); on success every QP's reaction point
+    // takes the new limits at once (rp_min_rate, rp_max_rate) and the rest from its next event.
+    std::optional<std::string> set_congestion_params(std::span<const cc::ParamAssignment> assignments) noexcept;
     const cc::DcqcnParams& congestion_params() const noexcept;
+
+    // ---- PFC and PAUSE received (docs/congestion.md) ----
+    // The port received a pause for `priority` (0..7): no frame of that priority (requests,
+    // ACKs, responses, CNPs) leaves before `until_ns`; a time not after the engine's clock
+    // resumes it at once. The port turns quanta into time; the engine only holds and releases.
+    void pause_priority(uint8_t priority, uint64_t until_ns) noexcept;
+    uint64_t priority_paused_until(uint8_t priority) const noexcept;
     std::optional<QpCongestionInfo> qp_congestion(uint32_t qpn) const noexcept;
 
     // ---- introspection ----

@@ -61,6 +61,7 @@ enum class Op : uint16_t {
     DeallocMw = 47,  // HandleRequest (the window's handle)
     ResizeCq = 48,   // ResizeCqRequest; reply fds: [the new ring memfd]
     ReregMr = 49,    // ReregMrRequest + SegmentRun[run_count] -> RegMrReply (the keys, unchanged)
+    SetCongestionParam = 50,  // SetCongestionParamRequest (the daemon's owner or root)
 };
 
 struct MessageHeader {
@@ -405,6 +406,25 @@ struct StatsRequest {
 
 struct SetLogLevelRequest {
     char level[16];  // spdlog level name
+};
+
+// SetCongestionParam: DCQCN/ECN knobs by their mlx5 names (docs/congestion.md), all or nothing:
+// EINVAL (nothing changed) for an unknown name, a value out of range, an inconsistent result,
+// `count` 0 or above the array, a name not NUL-terminated, or reserved fields not zero; EPERM
+// unless the caller is the daemon's owner or root. Names as `rnicd --cc` takes them, including
+// mlx5's per-priority switches `rp_enable/N` and `np_enable/N`. No reply body.
+inline constexpr uint32_t kMaxCongestionParams = 16;
+struct CongestionParamAssignment {
+    char name[40];  // NUL-terminated
+    uint32_t reserved;
+    uint32_t reserved2;
+    uint64_t value;
+};
+static_assert(sizeof(CongestionParamAssignment) == 56);
+struct SetCongestionParamRequest {
+    uint32_t count;  // entries of `params` used, 1..kMaxCongestionParams
+    uint32_t reserved;
+    CongestionParamAssignment params[kMaxCongestionParams];
 };
 
 }  // namespace rnic::host::abi

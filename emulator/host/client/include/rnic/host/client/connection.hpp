@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "rnic/host/abi/control.hpp"
@@ -63,6 +64,9 @@ public:
     // the parts `what` names and the page of the QP list from `first_qpn` on.
     Result<std::string> stats(uint32_t what = abi::kStatsAll, uint32_t first_qpn = 0);
     int set_log_level(const std::string& level);
+    // SetCongestionParam: NAME=VALUE knobs (mlx5 names, rp_enable/N ...), all or nothing; EINVAL
+    // also for more than abi::kMaxCongestionParams or a name that does not fit.
+    int set_congestion_params(const std::vector<std::pair<std::string, uint64_t>>& params);
 
     Result<Pd*> alloc_pd();
     int dealloc_pd(Pd* pd);
