@@ -84,7 +84,7 @@ const Shape kShapes[] = {
     {Op::AllocMw, sizeof(abi::AllocMwRequest)},
     {Op::DeallocMw, sizeof(abi::HandleRequest)},
     {Op::ResizeCq, sizeof(abi::ResizeCqRequest)},
-    {static_cast<Op>(49), 0, false, 0, true},  // ReregMr's number, not in this tree yet
+    {Op::ReregMr, sizeof(abi::ReregMrRequest), true},
     {Op::SetCongestionParam, sizeof(abi::SetCongestionParamRequest)},
 };
 constexpr uint16_t kFirstUnknown = std::size(kShapes) + 1;
