@@ -6,6 +6,7 @@
 // libibverbs reports it, the region unchanged and usable afterwards.
 #define CATCH_CONFIG_MAIN
 #include "rc_bring_up.hpp"
+#include "two_devices.hpp"
 #include <catch2/catch.hpp>
 #include <infiniband/verbs.h>
 #include <sys/mman.h>
@@ -21,55 +22,10 @@ namespace {
 
 constexpr int kRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-struct Device {
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    explicit Device(int index) {
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n >= 2);
-        ctx = ibv_open_device(list[index]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-    }
-    ~Device() {
-        ibv_dealloc_pd(pd);
-        ibv_close_device(ctx);
-    }
-};
-
-struct Pages {
-    uint8_t* p = nullptr;
-    size_t size;
-    explicit Pages(size_t bytes) : size(bytes) {
-        p = static_cast<uint8_t*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-        REQUIRE(p != MAP_FAILED);
-    }
-    ~Pages() { munmap(p, size); }
-    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uintptr_t>(p + off); }
-};
-
-std::vector<ibv_wc> wait_for(ibv_cq* cq, size_t want, int seconds = 10) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
-        ibv_wc wc[16];
-        const int n = ibv_poll_cq(cq, 16, wc);
-        REQUIRE(n >= 0);
-        out.insert(out.end(), wc, wc + n);
-        if (n == 0) usleep(50);
-    }
-    return out;
-}
-
-ibv_gid gid0(ibv_context* ctx) {
-    ibv_gid g{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &g) == 0);
-    return g;
-}
+using rnic::test::Device;
+using rnic::test::gid0;
+using rnic::test::Pages;
+using rnic::test::wait_for;
 
 // An RC connection: QP a on device 0 (in `pd_a`, the device's own PD unless given), QP b on 1.
 struct Link {
@@ -178,7 +134,7 @@ TEST_CASE("CHANGE_TRANSLATION: remote WRITE and READ hit the new buffer, not the
     CHECK(ibv_dereg_mr(smr) == 0);
 }
 
-TEST_CASE("CHANGE_ACCESS: without REMOTE_WRITE a WRITE is a remote access error; READ still works", "[rereg]") {
+TEST_CASE("CHANGE_ACCESS: without REMOTE_WRITE a WRITE is a remote access error, READ still works", "[rereg]") {
     Device d0(0), d1(1);
     Pages src(8192), dst(8192);
     ibv_mr* smr = ibv_reg_mr(d0.pd, src.p, src.size, kRemote);

@@ -166,7 +166,7 @@ TEST_CASE("poll loop: latency tracing is off until asked, and then clients are a
     CHECK(rig.host->status().latency_trace.load() == 0);
 }
 
-TEST_CASE("poll loop: a traced doorbell stamp becomes doorbell_to_seen; one from the future is dropped") {
+TEST_CASE("poll loop: a traced doorbell stamp becomes doorbell_to_seen, one from the future is dropped") {
     Rig rig;
     daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(1'000'000), monotonic_ns);
     loop.set_latency_trace(true);
