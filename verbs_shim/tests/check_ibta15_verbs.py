@@ -7,46 +7,26 @@ the bed is down, rnic-pcap reads both captures: every frame's ICRC sound, and RC
 RC_FLUSH and their empty RC_RDMA_READ_RESPONSE_ONLY answers present.
 Usage: check_ibta15_verbs.py TESTBED RNICD IBTA15_VERBS_TEST RNIC_PCAP"""
 import json
-import os
 import subprocess
 import sys
 
+from two_rnicd_bed import TwoRnicdBed
+
 testbed, rnicd, test, rnic_pcap = sys.argv[1:5]
-name = f"ha15v{os.getpid() % 10000}"
-state = f"/tmp/{name}"
-env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.75.15",
-           RNIC_TESTBED_NET6="fd75:15::")
+bed = TwoRnicdBed(testbed, rnicd, "ha15v", "10.75.15", "fd75:15::", pcap=True)
+state = bed.state
 failures = []
 
-
-def alive(side):
-    try:
-        with open(f"{state}/rnicd-{side}.pid") as f:
-            os.kill(int(f.read().strip()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
 try:
-    subprocess.run([testbed, "up", "--daemons", "both", "--one-run-dir", "--pcap", "--rnicd", rnicd], env=env, check=True,
-                   capture_output=True, timeout=60)
-    args = [test, "--durations", "yes"] + sys.argv[5:]
-    print("$ " + " ".join(args), flush=True)
-    r = subprocess.run(args, env=dict(env, RNIC_RUN_DIR=f"{state}/run"), capture_output=True, text=True,
-                       timeout=240, stdin=subprocess.DEVNULL)
-    out = (r.stdout + r.stderr).strip()
-    if out:
-        print("\n".join(out.splitlines()[-80:]), flush=True)
-    if r.returncode != 0:
-        failures.append(f"ibta15_verbs_test -> {r.returncode}")
-    for side in ("a", "b"):
-        if not alive(side):
-            failures.append(f"rnicd {side} died")
+    bed.up()
+    rc = bed.run_catch2(test, sys.argv[5:])
+    if rc != 0:
+        failures.append(f"ibta15_verbs_test -> {rc}")
+    failures += bed.dead_daemons()
 except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
     failures.append(f"bed: {e} {getattr(e, 'stderr', '')}")
 finally:
-    subprocess.run([testbed, "down"], env=env, capture_output=True, timeout=60)
+    bed.down()
 
 expected = {"RC_ATOMIC_WRITE", "RC_FLUSH", "RC_RDMA_READ_RESPONSE_ONLY"}
 for side in "ab":

@@ -9,41 +9,23 @@ Then Debian's unmodified ibv_rc_pingpong through rnic-run with -o (an ODP buffer
 (prefetched with ibv_advise_mr) and -O (implicit ODP), server on rnic0 and client on rnic1.
 Usage: check_odp_verbs.py TESTBED RNICD ODP_VERBS_TEST RNICCTL RNIC_RUN"""
 import json
-import os
 import subprocess
 import sys
 import time
 
+from two_rnicd_bed import TwoRnicdBed
+
 testbed, rnicd, test, rnicctl, rnic_run = sys.argv[1:6]
-name = f"haodp{os.getpid() % 10000}"
-state = f"/tmp/{name}"
-env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.75.16",
-           RNIC_TESTBED_NET6="fd75:16::")
+bed = TwoRnicdBed(testbed, rnicd, "haodp", "10.75.16", "fd75:16::")
+state, env = bed.state, bed.env
 failures = []
 
-
-def alive(side):
-    try:
-        with open(f"{state}/rnicd-{side}.pid") as f:
-            os.kill(int(f.read().strip()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
 try:
-    subprocess.run([testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd], env=env, check=True,
-                   capture_output=True, timeout=60)
-    args = [test, "--durations", "yes"] + sys.argv[6:]
-    print("$ " + " ".join(args), flush=True)
-    r = subprocess.run(args, env=dict(env, RNIC_RUN_DIR=f"{state}/run"), capture_output=True, text=True,
-                       timeout=240, stdin=subprocess.DEVNULL)
-    out = (r.stdout + r.stderr).strip()
-    if out:
-        print("\n".join(out.splitlines()[-80:]), flush=True)
-    if r.returncode != 0:
-        failures.append(f"odp_verbs_test -> {r.returncode}")
-    run_env = dict(env, RNIC_RUN_DIR=f"{state}/run")
+    bed.up()
+    rc = bed.run_catch2(test, sys.argv[6:])
+    if rc != 0:
+        failures.append(f"odp_verbs_test -> {rc}")
+    run_env = bed.run_env
     for flags in (["-o"], ["-o", "-P"], ["-O"]):
         common = ["-g", "0", *flags, "-n", "20", "-s", "8192"]
         server = subprocess.Popen([testbed, "exec", "a", rnic_run, "ibv_rc_pingpong", "-d", "rnic0", *common],
@@ -62,9 +44,7 @@ try:
         if not ok:
             failures.append(f"ibv_rc_pingpong {' '.join(flags)}: client {c.returncode} {(c.stdout + c.stderr)[-300:]!r}"
                             f" server {server.returncode} {s_out[-300:]!r}")
-    for side in ("a", "b"):
-        if not alive(side):
-            failures.append(f"rnicd {side} died")
+    failures += bed.dead_daemons()
     s = subprocess.run([rnicctl, "--run-dir", f"{state}/run", "--json", "-d", "rnic1", "stat"], env=env,
                        capture_output=True, text=True, timeout=15)
     stat = json.loads(s.stdout) if s.returncode == 0 else {}
@@ -77,7 +57,7 @@ try:
 except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
     failures.append(f"bed: {e} {getattr(e, 'stderr', '')}")
 finally:
-    subprocess.run([testbed, "down"], env=env, capture_output=True, timeout=60)
+    bed.down()
 
 print("FAILED: " + "; ".join(failures) if failures else "all ODP verbs checks passed")
 sys.exit(1 if failures else 0)
