@@ -16,29 +16,14 @@
 #include <vector>
 
 #include "rc_bring_up.hpp"
+#include "two_devices.hpp"
 #include "rnic/verbs_flush.h"
 
 namespace {
 
-struct Device {
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    explicit Device(int index) {
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n >= 2);
-        ctx = ibv_open_device(list[index]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-    }
-    ~Device() {
-        ibv_dealloc_pd(pd);
-        ibv_close_device(ctx);
-    }
-};
+using rnic::test::Device;
+using rnic::test::gid0;
+using rnic::test::wait_for;
 
 constexpr int kRemoteAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                            IBV_ACCESS_REMOTE_ATOMIC | RNIC_ACCESS_FLUSH_GLOBAL;
@@ -58,25 +43,6 @@ struct Buffer {
         return v;
     }
 };
-
-std::vector<ibv_wc> wait_for(ibv_cq* cq, size_t want, int seconds = 10) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
-        ibv_wc wc[16];
-        const int n = ibv_poll_cq(cq, 16, wc);
-        REQUIRE(n >= 0);
-        out.insert(out.end(), wc, wc + n);
-        if (n == 0) usleep(50);
-    }
-    return out;
-}
-
-ibv_gid gid0(ibv_context* ctx) {
-    ibv_gid g{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &g) == 0);
-    return g;
-}
 
 // An RC QP on each daemon, connected through the veth: `a` on rnic0 sends to `b` on rnic1.
 struct Link {
