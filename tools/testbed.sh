@@ -4,7 +4,7 @@
 # bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
-#                         [--oob [--oob-rnic-ips]] [-- rnicd args]
+#                         [--pmd af_packet|af_xdp] [--oob [--oob-rnic-ips]] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
@@ -15,7 +15,8 @@
 # RNIC_TESTBED_DIR (state: pid files, logs, captures, exit codes; default /tmp/$RNIC_TESTBED),
 # RNIC_TESTBED_NET (first three octets, default 10.77.0), RNIC_TESTBED_NET6 (a /64 prefix ending
 # in "::", default fd77::), RNIC_TESTBED_MTU (veth MTU, default 9000 so RoCE's 4096-byte path MTU
-# fits; 1500 limits rnicd's active MTU to 1024).
+# fits, 3500 with --pmd af_xdp; 1500 limits rnicd's active MTU to 1024).
+# --pmd af_xdp gives each rnicd DPDK's af_xdp vdev on its interface instead of af_packet.
 #
 # Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
 # 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
@@ -81,6 +82,12 @@ start_rnicd() {  # side ns ifname ip ip6
     ((pcap)) && args+=(--pcap "$state/$side.pcap")
     ((busy)) && args+=(--busy-poll)
     args+=("${extra[@]}")
+    # af_xdp's vdev names the interface, which differs per side; rnicd hands everything after
+    # its own `--` to the EAL.
+    if [[ $pmd == af_xdp ]]; then
+        [[ " ${extra[*]} " == *" -- "* ]] || args+=(--)
+        args+=(--vdev "net_af_xdp0,iface=$ifname")
+    fi
     rm -f "$rcfile" "$pidfile" "$log"  # a previous run's log would look "up" at once
     # sh records its PID and execs rnicd, so the PID is rnicd's; the subshell keeps the exit
     # status for `down` (rnicd is not our child by then).
@@ -96,13 +103,14 @@ start_rnicd() {  # side ns ifname ip ip6
 }
 
 cmd_up() {
-    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 extra=()
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 pmd=af_packet extra=()
     while (($#)); do
         case $1 in
             --daemons) daemons=$2; shift 2 ;;
             --rnicd) rnicd=$2; shift 2 ;;
             --pcap) pcap=1; shift ;;
             --busy-poll) busy=1; shift ;;
+            --pmd) pmd=$2; shift 2 ;;
             --one-run-dir) one_run_dir=1; shift ;;
             --oob) oob=1; shift ;;
             --oob-rnic-ips) oob_rnic_ips=1; shift ;;
@@ -111,6 +119,10 @@ cmd_up() {
         esac
     done
     [[ $daemons =~ ^(none|a|both)$ ]] || die "--daemons wants none, a or both"
+    [[ $pmd =~ ^(af_packet|af_xdp)$ ]] || die "--pmd wants af_packet or af_xdp"
+    # A veth takes a native XDP program (what DPDK's af_xdp attaches) only while its peer's MTU
+    # fits a page with XDP's headroom: 3500 then (RoCE MTU 2048), unless the caller chose one.
+    [[ $pmd == af_xdp && -z ${RNIC_TESTBED_MTU:-} ]] && mtu=3500
     [[ $daemons == none || -x $rnicd ]] || die "no rnicd at $rnicd (build first or pass --rnicd)"
     cmd_down >/dev/null
     mkdir -p "$state"

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Two rnicd on DPDK's af_xdp PMD instead of af_packet (tools/testbed.sh up --pmd af_xdp).
+
+af_xdp takes every frame of the interface away from the kernel, ARP included, and its UMEM is the
+mbuf pool with one page per frame: the port must come up with the smaller frame it can carry
+(RoCE MTU 2048 on the 3500-byte veth native XDP allows) rather than fail, wake its loop on the
+XSK socket, answer ARP itself, and carry Debian's ibv_rc_pingpong (-c: buffers validated) and
+perftest between the two daemons with every frame's ICRC right in both captures.
+Usage: check_af_xdp.py TESTBED_SH RNICD RNIC_RUN RNICCTL RNIC_PCAP"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+from systest import Checks
+
+testbed, rnicd, rnic_run, rnicctl, rnic_pcap = sys.argv[1:6]
+env = dict(os.environ)
+env.setdefault("RNIC_TESTBED", "axdp")
+env.setdefault("RNIC_TESTBED_DIR", "/tmp/axdp")
+env.setdefault("RNIC_TESTBED_NET", "10.96.0")
+env.pop("RNIC_TESTBED_MTU", None)  # the test is about the default --pmd af_xdp picks
+state = env["RNIC_TESTBED_DIR"]
+net = env["RNIC_TESTBED_NET"]
+run_dir = f"{state}/run"
+checks = Checks(verdict_first=True)
+check, failures = checks.check, checks.failures
+
+
+def sh(*args, timeout=30, check_rc=True):
+    r = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def bed_env():
+    values = {}
+    for line in open(f"{state}/env"):
+        for word in line.split():
+            k, _, v = word.partition("=")
+            values[k] = v
+    return values
+
+
+def in_ns(ns, *args, timeout=30, check_rc=True):
+    return sh("ip", "netns", "exec", ns, *args, timeout=timeout, check_rc=check_rc)
+
+
+def pair(ns, prog, args, port, timeout=60):
+    """Server on rnic0, client on rnic1, both in namespace A, the TCP set-up over its loopback."""
+    common = [rnic_run, "--run-dir", run_dir, prog, *args]
+    server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    for _ in range(100):  # bounded wait until the server listens
+        if f":{port} " in in_ns(ns, "ss", "-Hltn").stdout:
+            break
+        time.sleep(0.1)
+    client = in_ns(ns, "timeout", str(timeout), *common, "-d", "rnic1", "127.0.0.1", timeout=timeout + 10,
+                   check_rc=False)
+    out, _ = server.communicate(timeout=timeout + 10)
+    return server.returncode, client.returncode, out + client.stdout + client.stderr
+
+
+def counters(dev):
+    text = sh(rnicctl, "--run-dir", run_dir, "-d", dev, "stat").stdout
+    return {k: int(v) for k, v in re.findall(r"^\s*(\w+)\s+(\d+)\s*$", text, re.M)}
+
+
+try:
+    sh(testbed, "up", "--daemons", "both", "--one-run-dir", "--pmd", "af_xdp", "--pcap", "--rnicd", rnicd,
+       timeout=60)
+    e = bed_env()
+    ns_a = e["ns_a"]
+    for side in ("a", "b"):
+        log = open(f"{state}/rnicd-{side}.log").read()
+        up = re.search(r"rnicd up: .*", log)
+        print(up.group(0) if up else log)
+        check(up is not None and "driver=net_af_xdp" in up.group(0), f"rnicd {side} runs on the af_xdp PMD")
+        check(up is not None and "mtu=3500" in up.group(0) and "rx-wakeup=xsk-fd" in up.group(0),
+              f"rnicd {side}: the 3500-byte veth, woken by its XSK socket")
+    devs = sh(rnicctl, "--run-dir", run_dir, "dev").stdout
+    print(devs, end="")
+    check(devs.count("active_mtu 2048") == 2,
+          "the active MTU is 2048: what a page-sized UMEM frame carries")
+
+    srv, cli, out = pair(ns_a, "ibv_rc_pingpong", ["-g", "0", "-s", "100000", "-n", "100", "-c"], 18515)
+    ok = srv == 0 and cli == 0 and "invalid data" not in out and out.count("iters in") == 2
+    check(ok, "ibv_rc_pingpong -s 100000 -n 100 -c (multi-packet messages, data checked) over af_xdp")
+    if not ok:
+        print(out)
+    srv, cli, out = pair(ns_a, "ib_write_bw", ["-x", "0", "-F", "-p", "18600", "-s", "65536", "-n", "2000",
+                                               "--report_gbits"], 18600)
+    line = re.search(r"^\s*65536\s+2000\s.*$", out, re.M)
+    check(srv == 0 and cli == 0 and line is not None, "ib_write_bw -s 65536 -n 2000 over af_xdp")
+    print("  ib_write_bw:", line.group(0).strip() if line else out)
+    srv, cli, out = pair(ns_a, "ib_read_bw", ["-x", "0", "-F", "-p", "18601", "-s", "65536", "-n", "500",
+                                              "--report_gbits"], 18601)
+    check(srv == 0 and cli == 0 and re.search(r"^\s*65536\s+500\s", out, re.M) is not None,
+          "ib_read_bw -s 65536 -n 500 over af_xdp")
+
+    stats = {dev: counters(dev) for dev in ("rnic0", "rnic1")}
+    for dev, c in stats.items():
+        check(c.get("port_rx_arp", 0) > 0, f"{dev} answered ARP itself (af_xdp leaves the kernel none)")
+        check(c.get("rx_icrc_errors", 0) == 0 and c.get("port_rx_malformed", 0) == 0, f"{dev}: no bad frames")
+        check(c.get("retransmitted_packets", 0) == 0, f"{dev}: nothing retransmitted on a lossless link")
+    check(stats["rnic0"].get("roce_tx") == stats["rnic1"].get("roce_rx") and
+          stats["rnic1"].get("roce_tx") == stats["rnic0"].get("roce_rx"),
+          "what one daemon sent, the other received (no frame lost on the veth)")
+    sh(testbed, "down", timeout=60)
+    for side in ("a", "b"):
+        rc = open(f"{state}/rnicd-{side}.rc").read().strip() if os.path.exists(f"{state}/rnicd-{side}.rc") else "?"
+        check(rc == "0", f"rnicd {side} exits 0 on SIGTERM (got {rc})")
+        r = sh(rnic_pcap, "--quiet", f"{state}/{side}.pcap", check_rc=False)
+        print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "(no rnic-pcap output)")
+        check(r.returncode == 0 and "RoCEv2" in r.stdout, f"rnicd {side}'s capture passes rnic-pcap (every ICRC)")
+except Exception as e:  # a set-up failure is a failure of the test, reported, then cleaned up
+    print(f"FAIL {e}")
+    failures.append(str(e))
+finally:
+    subprocess.run([testbed, "down"], capture_output=True, timeout=60, env=env)
+    status = checks.finish()
+sys.exit(status)
