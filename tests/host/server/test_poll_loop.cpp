@@ -134,6 +134,42 @@ TEST_CASE("poll loop: --busy-poll never naps and a port without a wake fd naps o
     }
 }
 
+TEST_CASE("poll loop: a stream nap is not advertised, so clients post without kicking, and it ends on its timer") {
+    Rig rig;
+    auto idle = sleepy();
+    idle.stream_work = 1;  // one frame makes a stream
+    idle.stream_window_ns = kLongNap;
+    idle.stream_nap_ns = 200'000'000;  // long enough to look at the status page inside it
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, idle, monotonic_ns);
+    rig.port.inject(port::test::echo_request(8));
+    loop.turn();  // serves the frame: now a stream
+    REQUIRE(echo_replies(rig) == 1);
+    std::atomic<bool> napping{true};
+    std::atomic<int> advertised{0};
+    std::thread watcher([&] {
+        for (int i = 0; i < 100 && napping.load(); ++i) {
+            advertised += rig.host->status().sleeping.load();
+            // A frame during a stream nap does not end it either (the ring holds it).
+            if (i == 20) rig.port.inject(port::test::echo_request(8));
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    const uint64_t start = monotonic_ns();
+    loop.turn();
+    const uint64_t slept = monotonic_ns() - start;
+    napping = false;
+    watcher.join();
+    const auto& c = loop.counters();
+    CHECK(c.stream_naps + c.last_look_work == 1);
+    if (c.stream_naps == 1) {
+        CHECK(advertised.load() == 0);  // `sleeping` stayed 0: no client was asked to kick
+        CHECK(c.naps_timed_out == 1);
+        CHECK(slept >= 150'000'000);
+    }
+    loop.turn();
+    CHECK(echo_replies(rig) == 2);
+}
+
 TEST_CASE("poll loop: a lost wake-up costs one nap cap and is counted") {
     Rig rig;
     daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(100'000'000), monotonic_ns);
