@@ -370,6 +370,8 @@ std::vector<std::pair<std::string, uint64_t>> Datapath::counter_list() const {
     put("port_tx_no_buffer", ps.tx_no_buffer);
     put("port_tx_dropped", ps.tx_dropped);
     put("port_rx_missed", ps.rx_missed);
+    put("port_rx_bursts", ps.rx_bursts);
+    put("port_tx_bursts", ps.tx_bursts);
     for (size_t i = 0; i < port::kFrameClassCount; ++i)
         put("port_rx_" + std::string(port::to_string(static_cast<port::FrameClass>(i))), counters_.rx_by_class[i]);
     put("roce_rx", counters_.roce_rx);

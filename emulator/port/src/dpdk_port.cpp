@@ -138,6 +138,7 @@ struct DpdkPort::Impl final : common::FrameSink {
             stats.tx_dropped += n - sent;
         }
         stats.tx_frames += sent;
+        ++stats.tx_bursts;
         staged.clear();
         return sent;
     }
@@ -366,6 +367,7 @@ size_t DpdkPort::rx_burst(std::span<RxFrame> out) {
         out[kept++] = RxFrame{rte_pktmbuf_mtod(mb, const uint8_t*), mb->data_len};
     }
     m.stats.rx_frames += n;
+    m.stats.rx_bursts += n != 0;
     return kept;
 }
 

@@ -47,6 +47,7 @@ size_t FakePort::rx_burst(std::span<RxFrame> out) {
             ++n;
         }
     }
+    stats_.rx_bursts += n != 0;
     // Spans are taken after the vector stops growing so none dangles.
     for (size_t i = 0; i < n; ++i) {
         out[i] = in_flight_[i];
@@ -78,6 +79,7 @@ std::span<const uint8_t> FakePort::last_committed() const {
 
 size_t FakePort::flush_tx() {
     const size_t n = staged_.size();
+    stats_.tx_bursts += n != 0;
     for (auto& f : staged_) {
         ++stats_.tx_frames;
         stats_.tx_bytes += f.size();

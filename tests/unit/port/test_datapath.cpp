@@ -95,6 +95,16 @@ TEST_CASE("datapath: start announces us, ARP and ping are answered, strangers ar
     CHECK(c.rx_by_class[size_t(FrameClass::Malformed)] == 1);
     CHECK(dp.summary().find("icmp_echo_replies=1") != std::string::npos);
     CHECK(dp.poll(2000) == 0);  // idle turn: nothing in, nothing out
+    // Five frames came in one burst, the two answers left in one: what a sendto() is shared by.
+    const auto counter = [&](const std::string& name) {
+        for (const auto& [n, v] : dp.counter_list())
+            if (n == name) return v;
+        FAIL("no counter " << name);
+        return uint64_t{0};
+    };
+    CHECK(counter("port_rx_frames") == 5);
+    CHECK(counter("port_rx_bursts") == 1);
+    CHECK(counter("port_tx_bursts") == 2);  // start()'s announcements, then the answers
 }
 
 TEST_CASE("datapath: RoCEv2 for us reaches the engine and the capture", "[datapath]") {

@@ -19,6 +19,10 @@ struct PortStats {
     uint64_t tx_no_buffer = 0;  // allocate() found no buffer (pool empty or frame too big)
     uint64_t tx_dropped = 0;    // the device did not take the frame after retries
     uint64_t rx_missed = 0;     // the device dropped frames we did not poll in time (ring full)
+    // Polls that returned frames and flushes that handed some over: frames per burst is what
+    // a system call (af_packet's sendto) or a ring kick is shared by.
+    uint64_t rx_bursts = 0;
+    uint64_t tx_bursts = 0;
 };
 
 using RxFrame = std::span<const uint8_t>;
