@@ -137,6 +137,26 @@ uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pk
     return qp.is_uc() ? static_cast<uint8_t>(code + wire::op::kUcBase) : code;
 }
 
+// A message's last packet may leave the ACK request to a later message (IBA 9.7.5.1.1: the
+// responder acknowledges AckReq packets and may cover earlier ones with one ACK). Only when that
+// later message is already queued and will be sent without waiting for an ACK: the QP is in RTS,
+// the window stays far from full, and no more than ack_request_messages - 1 in a row. A message
+// with nothing queued behind it always asks, so a ping-pong's latency is untouched and the last
+// packet of a burst is acknowledged at once. Halves to tenths the ACKs of a stream of small
+// messages: a frame, a sendto() and a wake-up on each side per ACK saved.
+bool Requester::coalesced_ack_request(const QueuePair& qp, uint32_t pos) const noexcept {
+    const uint32_t limit = core_.config.tuning.ack_request_messages;
+    if (limit <= 1 || qp.req.messages_without_ack_request + 1 >= limit) return false;
+    if (qp.state != QpState::Rts || pos + 1 == qp.sq.tail()) return false;
+    if (psn_distance(qp.comp.una_psn, qp.req.next_psn) >= core_.config.tuning.max_inflight_packets / 2) return false;
+    const SendWqe& next = qp.sq.at(pos + 1);
+    // A READ or atomic behind may be held by max_rd_atomic, and a fenced WQE by the READs before
+    // it: the messages before must not wait for them. LOCAL_INV and BIND_MW send nothing.
+    const WrInfo& info = next.info();
+    return !info.read_or_atomic() && !(next.send_flags & SendFlag::Fence) && info.kind != WrClass::LocalInv &&
+           info.kind != WrClass::BindMw;
+}
+
 Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, FrameSink& sink) {
     const uint32_t pkt = qp.req.cursor_pkt;
     const uint32_t mtu = qp.mtu();
@@ -179,7 +199,9 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
     }
     if (qp.is_rc()) {
         const uint32_t interval = core_.config.tuning.ack_request_interval;
-        spec.bth.ack_req = info.ends_message() || wr.read_or_atomic() || (interval != 0 && (pkt + 1) % interval == 0);
+        spec.bth.ack_req = (info.ends_message() && !coalesced_ack_request(qp, pos)) || wr.read_or_atomic() ||
+                           (interval != 0 && (pkt + 1) % interval == 0);
+        qp.req.messages_without_ack_request = spec.bth.ack_req ? 0 : qp.req.messages_without_ack_request + 1;
     }
     const bool inl = w.send_flags & SendFlag::Inline;
     const Emit e = emit_frame(core_, sink, spec, payload, [&](std::span<uint8_t> out) {
