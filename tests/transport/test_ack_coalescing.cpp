@@ -1,6 +1,6 @@
 // A requester with messages queued behind the one it sends leaves the ACK request to a later
-// message (EngineTuning::ack_request_messages), so a stream of small messages draws one ACK per
-// up to 16 messages instead of one each; a message with nothing behind it always asks, and every
+// message (EngineTuning::ack_request_coalesce), so a stream of small messages draws one ACK per
+// up to 16 packets instead of one each; a message with nothing behind it always asks, and every
 // message still completes, in order, with its data in place.
 #include <catch2/catch.hpp>
 
@@ -21,9 +21,9 @@ struct LinkCount {
 };
 
 // `writes` 64-byte WRITEs a -> b, all posted before the engines run, then `reads` READs.
-LinkCount run(uint32_t writes, uint32_t reads, uint32_t ack_request_messages) {
+LinkCount run(uint32_t writes, uint32_t reads, uint32_t ack_request_coalesce) {
     EngineConfig base;
-    base.tuning.ack_request_messages = ack_request_messages;
+    base.tuning.ack_request_coalesce = ack_request_coalesce;
     TwoNodes t(7, {}, base);
     LinkCount count;
     t.sim.link(t.id_a, t.id_b).config().drop_filter = [&count](std::span<const uint8_t> f) {
@@ -75,7 +75,7 @@ TEST_CASE("ACK requests: a burst of 40 WRITEs asks three times (every 16th and t
     CHECK(c.acks <= 3);
 }
 
-TEST_CASE("ACK requests: with ack_request_messages 1 every message asks, as rxe's requester does", "[engine][rc]") {
+TEST_CASE("ACK requests: with ack_request_coalesce 1 every message asks, as rxe's requester does", "[engine][rc]") {
     const LinkCount c = run(40, 0, 1);
     CHECK(c.ack_requests == 40);
     CHECK(c.acks >= 1);
@@ -88,4 +88,48 @@ TEST_CASE("ACK requests: one WRITE alone asks, and a WRITE followed by a READ as
     const LinkCount c = run(3, 1, 16);
     CHECK(c.requests == 4);
     CHECK(c.ack_requests == 2);  // the third WRITE (a READ behind it) and the READ
+}
+
+TEST_CASE("ACK requests: a QP moved to SQD with its last packet unasked sends that packet again with the request", "[engine][rc]") {
+    EngineConfig base;
+    base.tuning.tx_burst = 2;  // two packets per turn, so the move to SQD falls inside the burst
+    TwoNodes t(9, {}, base);
+    uint64_t requests = 0, asked = 0;
+    std::vector<uint8_t> last_asked;
+    t.sim.link(t.id_a, t.id_b).config().drop_filter = [&](std::span<const uint8_t> f) {
+        if (f.size() > kBth + 12) {
+            ++requests;
+            asked += (f[kBth + 8] & 0x80) != 0;
+        }
+        return false;
+    };
+    t.setup(1 << 16);
+    QpOptions o;
+    o.timeout = 14;  // 67 ms: a drain that waited for the ACK timeout would show
+    t.connect(o);
+    for (uint32_t i = 0; i < 40; ++i) {
+        SendWr w = make_wr(WrOpcode::RdmaWrite, i, {{t.a.addr(64 * i), 64, t.a.mr.lkey}});
+        w.remote_addr = t.b.addr(64 * i);
+        w.rkey = t.b.mr.rkey;
+        REQUIRE(t.a.e().post_send(t.a.qpn, w) == 0);
+    }
+    REQUIRE(t.run_until([&] { return requests >= 4; }));
+    REQUIRE(asked == 0);  // four sent, 36 queued behind: none asked yet
+    const uint64_t start = t.sim.now();
+    QpAttributes attr;
+    attr.qp_state = QpState::Sqd;
+    attr.en_sqd_async_notify = 1;
+    REQUIRE(t.a.e().modify_qp(t.a.qpn, attr, QpAttr::State | QpAttr::EnSqdAsyncNotify) == 0);
+    AsyncEvent ev{};
+    REQUIRE(t.run_until([&] { return t.a.e().poll_async_event(ev); }, 10'000'000));
+    CHECK(ev.type == EventType::SqDrained);
+    CHECK(t.sim.now() - start < 1'000'000);  // well before the 67 ms ACK timeout
+    CHECK(asked == 1);  // the last packet again, with AckReq
+    CHECK(t.a.e().qp_counters(t.a.qpn)->retransmitted_packets == 1);
+    const auto sc = t.wait_cq(t.a, t.a.send_cq, requests - 1);  // the started WRITEs complete
+    CHECK(sc.size() == requests - 1);
+    attr.qp_state = QpState::Rts;
+    REQUIRE(t.a.e().modify_qp(t.a.qpn, attr, QpAttr::State) == 0);
+    const auto rest = t.wait_cq(t.a, t.a.send_cq, 40 - sc.size());
+    CHECK(rest.size() == 40 - sc.size());
 }

@@ -362,7 +362,10 @@ int Engine::modify_qp(uint32_t qpn, const QpAttributes& a, uint32_t mask) noexce
         qp->state = to;
         q.qp_state = to;
         qp->comp.sqd_notified = false;
-        if (to == QpState::Sqd) c.completer.retire(*qp);  // may already be drained
+        if (to == QpState::Sqd) {
+            c.requester.ask_again(*qp);  // the drain must not wait for the ACK timeout
+            c.completer.retire(*qp);     // may already be drained
+        }
         if (to == QpState::Err) c.flush_queues(*qp);
         if (to == QpState::Rts || to == QpState::Rtr) c.mark_ready(*qp);
     }

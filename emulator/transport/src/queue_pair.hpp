@@ -59,7 +59,7 @@ struct RequesterState {
     uint32_t highest_sent_psn = 0;  // to tell retransmissions from first transmissions
     bool sent_any = false;
     uint32_t outstanding_rd_atomic = 0;
-    uint32_t messages_without_ack_request = 0;  // in a row, since the last AckReq sent
+    uint32_t packets_without_ack_request = 0;  // in a row, since the last AckReq sent
 };
 
 // Acknowledgement: what the peer confirmed, the retry budgets and the two timers.

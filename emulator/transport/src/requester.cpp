@@ -32,6 +32,12 @@ void Requester::next_wqe(QueuePair& qp) noexcept {
     qp.req.cursor_pkt = 0;
 }
 
+void Requester::ask_again(QueuePair& qp) {
+    if (!qp.is_rc() || qp.req.packets_without_ack_request == 0 || !qp.req.sent_any) return;
+    if (qp.comp.una_psn == qp.req.next_psn) return;  // everything is acknowledged already
+    rewind(qp, qp.req.highest_sent_psn);
+}
+
 void Requester::rewind(QueuePair& qp, uint32_t psn) {
     // Only WQEs the peer has not acknowledged can hold `psn`: start at the oldest of them.
     for (uint32_t pos = qp.comp.ack_cursor; pos != qp.sq.tail(); ++pos) {
@@ -140,13 +146,14 @@ uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pk
 // A message's last packet may leave the ACK request to a later message (IBA 9.7.5.1.1: the
 // responder acknowledges AckReq packets and may cover earlier ones with one ACK). Only when that
 // later message is already queued and will be sent without waiting for an ACK: the QP is in RTS,
-// the window stays far from full, and no more than ack_request_messages - 1 in a row. A message
+// the window stays far from full, and fewer than ack_request_coalesce packets in a row went
+// without a request. A QP moved to SQD meanwhile asks again for its last packet (ask_again()). A message
 // with nothing queued behind it always asks, so a ping-pong's latency is untouched and the last
 // packet of a burst is acknowledged at once. Halves to tenths the ACKs of a stream of small
 // messages: a frame, a sendto() and a wake-up on each side per ACK saved.
 bool Requester::coalesced_ack_request(const QueuePair& qp, uint32_t pos) const noexcept {
-    const uint32_t limit = core_.config.tuning.ack_request_messages;
-    if (limit <= 1 || qp.req.messages_without_ack_request + 1 >= limit) return false;
+    const uint32_t limit = core_.config.tuning.ack_request_coalesce;
+    if (limit <= 1 || qp.req.packets_without_ack_request + 1 >= limit) return false;
     if (qp.state != QpState::Rts || pos + 1 == qp.sq.tail()) return false;
     if (psn_distance(qp.comp.una_psn, qp.req.next_psn) >= core_.config.tuning.max_inflight_packets / 2) return false;
     const SendWqe& next = qp.sq.at(pos + 1);
@@ -201,7 +208,7 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
         const uint32_t interval = core_.config.tuning.ack_request_interval;
         spec.bth.ack_req = (info.ends_message() && !coalesced_ack_request(qp, pos)) || wr.read_or_atomic() ||
                            (interval != 0 && (pkt + 1) % interval == 0);
-        qp.req.messages_without_ack_request = spec.bth.ack_req ? 0 : qp.req.messages_without_ack_request + 1;
+        qp.req.packets_without_ack_request = spec.bth.ack_req ? 0 : qp.req.packets_without_ack_request + 1;
     }
     const bool inl = w.send_flags & SendFlag::Inline;
     const Emit e = emit_frame(core_, sink, spec, payload, [&](std::span<uint8_t> out) {

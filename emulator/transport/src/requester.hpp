@@ -22,6 +22,9 @@ public:
     size_t emit(QueuePair& qp, FrameSink& sink, size_t budget);
     // Resume transmission at `psn` (inside the outstanding window).
     void rewind(QueuePair& qp, uint32_t psn);
+    // The last packet sent asked for no ACK and no later message will (the QP left RTS): send
+    // it again with the request; the responder acknowledges a duplicate without executing it.
+    void ask_again(QueuePair& qp);
     bool has_work(const QueuePair& qp) const noexcept {
         return qp.can_send() && !qp.comp.rnr.armed() && qp.req.cursor != qp.sq.tail();
     }

@@ -66,10 +66,10 @@ struct CacheSetup {
 struct EngineTuning {
     uint32_t max_inflight_packets = 1024;  // per QP, unacknowledged
     uint32_t ack_request_interval = 64;    // request an ACK at least every N packets of a message
-    // A message followed by another already queued asks for no ACK of its own, up to this many
-    // in a row (1: every message asks, as rxe's requester does): the responder's one ACK then
-    // covers them all. Requester.cpp, coalesced_ack_request().
-    uint32_t ack_request_messages = 16;
+    // A message followed by another already queued asks for no ACK of its own while fewer than
+    // this many packets in a row went without one (1: every message asks, as rxe's requester
+    // does): the responder's one ACK then covers them all. requester.cpp, coalesced_ack_request().
+    uint32_t ack_request_coalesce = 16;
     uint32_t tx_burst = 32;                // frames one QP may emit per scheduling turn
     uint64_t per_packet_cost_ns = 0;       // processing time charged per packet (0: only cache misses)
 };
