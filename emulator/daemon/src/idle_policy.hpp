@@ -34,6 +34,7 @@ public:
         uint64_t stream_nap_ns = 20'000;   // while streaming, naps this long, not woken by frames (0: as others)
         uint64_t stream_window_ns = 100'000;
         uint32_t stream_work = 32;  // 0: never a stream
+        uint64_t colocated_ns = 2'000'000;  // how long a kick from our own core stops the spin
     };
     explicit IdlePolicy(Config config) : config_(config), next_sleep_(first_sleep()) {}
 
@@ -73,6 +74,15 @@ public:
     // The nap after_poll asked for is a stream nap: timed, frames do not end it.
     bool stream_nap() const noexcept { return stream_nap_; }
 
+    // A kick woke the loop; `same_cpu`: from a client on the loop's own core. That client was
+    // preempted by this (SCHED_FIFO) loop and runs again only when the loop sleeps, so spinning
+    // for its next doorbell can only delay it: no spin window for `colocated_ns`. A kick from
+    // another core ends that at once.
+    void note_kick(uint64_t now_ns, bool same_cpu) {
+        colocated_until_ = same_cpu ? now_ns + config_.colocated_ns : 0;
+    }
+    bool colocated(uint64_t now_ns) const noexcept { return now_ns < colocated_until_; }
+
     bool streaming(uint64_t now_ns) const {
         if (config_.stream_work == 0 || config_.stream_window_ns == 0) return false;
         const uint64_t bucket = now_ns / config_.stream_window_ns;
@@ -97,6 +107,7 @@ private:
     }
 
     uint64_t spin_window(uint64_t now_ns) const {
+        if (colocated(now_ns)) return 0;
         return streaming(now_ns) ? std::max(config_.spin_ns, config_.stream_spin_ns) : config_.spin_ns;
     }
 
@@ -110,6 +121,7 @@ private:
     uint64_t bucket_ = 0;
     uint64_t current_count_ = 0;
     uint64_t previous_count_ = 0;
+    uint64_t colocated_until_ = 0;
     bool stream_nap_ = false;
 };
 

@@ -184,7 +184,7 @@ void PollLoop::nap(uint64_t sleep_ns) {
     if (trace_) trace_nap(end, nap_start, woke, sleep_ns);
     switch (end) {
         case host::server::NapEnd::Wake: ++counters_.woken_by_rx; break;
-        case host::server::NapEnd::Kick: ++counters_.woken_by_kick; break;
+        case host::server::NapEnd::Kick: note_kick(); break;
         case host::server::NapEnd::Control: ++counters_.woken_by_control; break;
         case host::server::NapEnd::Timer:
             ++counters_.naps_timed_out;
@@ -195,6 +195,20 @@ void PollLoop::nap(uint64_t sleep_ns) {
             break;
         case host::server::NapEnd::Skipped: break;
     }
+}
+
+// Whether the client that kicked shares our core decides whether the loop spins after its work
+// (IdlePolicy::note_kick). A client may claim any CPU: it can only make the loop spin less.
+void PollLoop::note_kick() {
+    ++counters_.woken_by_kick;
+    uint32_t kicker = UINT32_MAX;
+    for (const Lane& l : lanes_)
+        if (const uint32_t c = l.host.last_kick_cpu(); c != UINT32_MAX) kicker = c;
+    if (kicker == UINT32_MAX) return;
+    const int cpu = sched_getcpu();
+    const bool same = cpu >= 0 && static_cast<uint32_t>(cpu) == kicker;
+    counters_.colocated_kicks += same;
+    idle_.note_kick(clock_(), same);
 }
 
 void PollLoop::trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns) {
@@ -237,6 +251,7 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
         {"loop_last_look_work", c.last_look_work},
         {"loop_woken_by_rx", c.woken_by_rx},
         {"loop_woken_by_kick", c.woken_by_kick},
+        {"loop_colocated_kicks", c.colocated_kicks},
         {"loop_woken_by_control", c.woken_by_control},
         {"loop_naps_timed_out", c.naps_timed_out},
         {"loop_rx_after_timeout", c.rx_after_timeout},

@@ -31,6 +31,7 @@ struct LoopCounters {
     uint64_t woken_by_control = 0;   // ... by a control message
     uint64_t naps_timed_out = 0;     // ... by the nap's length (a timer, the cap)
     uint64_t stream_naps = 0;        // naps inside a stream (timed, frames do not end them)
+    uint64_t colocated_kicks = 0;    // kicks that woke the loop from a client on its own core
     // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
     // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
     // the nap ended). Stays 0 when the wake-up works; a non-zero value costs up to one nap cap
@@ -95,6 +96,7 @@ public:
 private:
     void nap(uint64_t sleep_ns);
     size_t traced_lane_turn(Lane& l, uint64_t now);
+    void note_kick();
     void trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns);
     static int64_t realtime_minus_monotonic();
     size_t poll_ports(uint64_t now);

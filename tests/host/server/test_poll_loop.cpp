@@ -274,3 +274,39 @@ TEST_CASE("poll loop: a traced nap that runs to its timer records how far it ove
     // The loop's hops with nothing to measure stay empty.
     CHECK(loop.hops().seen_to_wire.count() == 0);
 }
+
+TEST_CASE("poll loop: a kick from a client on the loop's own core stops the spin, one from another core does not") {
+    // Pin the loop (this thread) so "its core" is one answer for the whole test.
+    cpu_set_t before;
+    REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+    const int core = sched_getcpu();
+    REQUIRE(core >= 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(core, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+
+    Rig rig;
+    daemon::PollLoop loop(rig.port, rig.dp, *rig.host, sleepy(), monotonic_ns);
+    ClientSession s(rig);
+    auto kick_from = [&](uint32_t cpu) {
+        auto client = when_asleep(rig, [&s, cpu] {
+            s.doorbells->kick_cpu.store(cpu);
+            const uint64_t one_kick = 1;
+            REQUIRE(write(s.kick_fd, &one_kick, sizeof one_kick) == sizeof one_kick);
+        });
+        loop.turn();
+        client.join();
+    };
+    kick_from(static_cast<uint32_t>(core));
+    if (loop.counters().woken_by_kick == 1) {  // else the kick beat the nap: nothing to see
+        CHECK(loop.counters().colocated_kicks == 1);
+        CHECK(loop.idle().colocated(monotonic_ns()));
+        kick_from(static_cast<uint32_t>(core) + 1);
+        if (loop.counters().woken_by_kick == 2) {
+            CHECK(loop.counters().colocated_kicks == 1);
+            CHECK_FALSE(loop.idle().colocated(monotonic_ns()));
+        }
+    }
+    sched_setaffinity(0, sizeof before, &before);
+}

@@ -259,6 +259,35 @@ TEST_CASE("idle policy: while work streams in, the spin window and the nap follo
     CHECK_FALSE(never.streaming(1000));
 }
 
+TEST_CASE("idle policy: a kick from the loop's own core stops the spin for a while, one from another core at once", "[datapath]") {
+    daemon::IdlePolicy idle({.busy_poll = false,
+                             .spin_ns = 10'000,
+                             .max_sleep_ns = 40'000,
+                             .wake_on_rx = true,
+                             .stream_spin_ns = 10'000,
+                             .stream_window_ns = 100'000,
+                             .stream_work = 32,
+                             .colocated_ns = 2'000'000});
+    CHECK(idle.after_poll(1, 1'000, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 2'000, std::nullopt) == 0);  // spinning for the next doorbell
+    // The application that kicked runs on our core: it cannot post while we spin.
+    idle.note_kick(3'000, true);
+    CHECK(idle.colocated(3'000));
+    CHECK(idle.after_poll(1, 3'500, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 3'600, std::nullopt) == 40'000);  // no spin: sleep at once
+    // Even in a stream.
+    for (uint64_t t = 10'000; t < 14'000; t += 100) idle.after_poll(1, t, std::nullopt);
+    CHECK(idle.streaming(14'000));
+    CHECK(idle.after_poll(0, 14'100, std::nullopt) > 0);
+    // It wears off, and a kick from another core ends it at once.
+    CHECK_FALSE(idle.colocated(3'000 + 2'000'000));
+    idle.note_kick(20'000, true);
+    idle.note_kick(21'000, false);
+    CHECK_FALSE(idle.colocated(21'000));
+    CHECK(idle.after_poll(1, 22'000, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 23'000, std::nullopt) == 0);  // spinning again
+}
+
 TEST_CASE("rate limit: a burst passes, then a steady trickle, and the rest is counted", "[datapath]") {
     daemon::RateLimit rl(10, 3);
     const uint64_t t0 = 5'000'000'000;

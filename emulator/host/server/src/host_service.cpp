@@ -63,6 +63,7 @@ void HostService::Impl::arm_kick(const std::shared_ptr<Session>& s) {
         if (rc > 0) {
             woken = true;
             kicked = true;
+            if (s->doorbells) kick_cpu = s->doorbells->kick_cpu.load(std::memory_order_relaxed);
             ++counters.kicks;
         }
         if (rc < 0) {
@@ -119,6 +120,7 @@ void HostService::Impl::cancel_nap() {
 void HostService::Impl::arm_nap(bool wake_on_rx) {
     ++counters.naps;
     woken = kicked = wake_fired = false;
+    kick_cpu = UINT32_MAX;
     if (wake_on_rx) arm_wake();
 }
 
@@ -229,6 +231,10 @@ size_t HostService::poll(uint64_t now_ns) {
 void HostService::poll_control() {
     for (size_t i = 0; i < kControlHandlersPerPoll && impl_->io.poll_one(); ++i) {
     }
+}
+
+uint32_t HostService::last_kick_cpu() const noexcept {
+    return impl_->kicked ? impl_->kick_cpu : UINT32_MAX;
 }
 
 bool HostService::begin_nap() {

@@ -87,6 +87,7 @@ struct HostService::Impl {
     bool nap_done = false;
     bool woken = false;   // a control message or a kick: the loop has work
     bool kicked = false;  // some session's kick eventfd was written
+    uint32_t kick_cpu = UINT32_MAX;  // the CPU the kick that ended the nap came from (the client's word)
 
     // What each uid holds on this device, for its caps (user_limits.cpp).
     struct UserUsage {

@@ -33,9 +33,11 @@ inline constexpr uint32_t kDoorbellSummaryWords = kDoorbellWords / 64;
 struct DoorbellBits {
     alignas(kCacheLine) std::atomic<uint64_t> top;                             // bit i: summary[i] may have bits
     // Latency tracing only (StatusPage::latency_trace): the client's CLOCK_MONOTONIC time of its
-    // last doorbell (stored before the bits) and of its last kick, and the CPU it kicked from.
-    // The daemon takes each with an exchange to 0. A client may write anything here: the daemon
-    // uses them only for its histograms and drops values that cannot be true.
+    // last doorbell (stored before the bits) and of its last kick; the daemon takes each with an
+    // exchange to 0. Always: the CPU the client last kicked from, stored before the kick, so the
+    // daemon knows when the application feeding it shares its core (docs/daemon.md, polling
+    // policy). A client may write anything here: the stamps only feed histograms (impossible
+    // ones are dropped), the CPU only decides whether the daemon spins after its work.
     std::atomic<uint64_t> doorbell_ns;
     std::atomic<uint64_t> kick_ns;
     std::atomic<uint32_t> kick_cpu;

@@ -151,6 +151,9 @@ public:
         uint32_t cpu = UINT32_MAX;
     };
     std::optional<KickStamp> take_kick_stamp(uint64_t since_ns);
+    // The CPU the client whose kick ended the last nap kicked from, as it says (UINT32_MAX:
+    // unknown, or no kick ended it).
+    uint32_t last_kick_cpu() const noexcept;
 
     // The device's connection manager (rdma_cm's ids and channels are the sessions'); the poll
     // loop's datapath feeds it QP 1's frames and sends its MADs.
