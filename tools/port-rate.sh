@@ -5,7 +5,10 @@
 # with --pmd af_xdp), both kernels quieted as for two rnicd (testbed.sh up --daemons none
 # --quiet-b). The rate rnicd's message rate is held against (docs/benchmarks.md, "Message rate").
 #
-#   tools/port-rate.sh [--size N] [--seconds S] [--pmd af_packet|af_xdp] [--burst B] [BUILD_DIR]
+#   tools/port-rate.sh [--size N] [--seconds S] [--pmd af_packet|af_xdp] [--burst B] [--nap-us US] [BUILD_DIR]
+#
+# The receiver naps --nap-us (default 50) after a poll that found nothing, as rnicd's loop naps
+# between bursts: one that spins on the ring slows the sender down (docs/benchmarks.md).
 #
 # Prints the sender's and the receiver's line (port_rate tx|rx: key=value ...) and a summary:
 #   port-rate: pmd=P payload=N tx_pps=X rx_pps=Y rx_gbps=G sent=S received=R lost=L load=A
@@ -14,14 +17,15 @@
 # Exit status: 0 when frames arrived, 1 otherwise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-size=64 secs=4 pmd=af_packet burst=32 build=$here/../build
+size=64 secs=4 pmd=af_packet burst=32 nap=50 build=$here/../build
 while (($#)); do
     case $1 in
         --size) size=$2; shift 2 ;;
         --seconds) secs=$2; shift 2 ;;
         --pmd) pmd=$2; shift 2 ;;
         --burst) burst=$2; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --nap-us) nap=$2; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "port-rate: unknown option $1" >&2; exit 2 ;;
         *) build=$1; shift ;;
     esac
@@ -43,7 +47,7 @@ limit=$(awk -v s="$secs" 'BEGIN { printf "%d", s + 30 }')
 # The receiver stops half a second after the stream ends (or S + 5 s after its first frame).
 window=$(awk -v s="$secs" 'BEGIN { print s + 5 }')
 ip netns exec "$ns_b" timeout "$limit" "$port_rate" rx --iface "$if_b" --pmd "$pmd" --burst "$burst" \
-    --seconds "$window" --wait 20 >"$state/port-rate-rx.txt" 2>"$state/port-rate-rx.err" &
+    --seconds "$window" --wait 20 --nap-us "$nap" >"$state/port-rate-rx.txt" 2>"$state/port-rate-rx.err" &
 rx_pid=$!
 for _ in $(seq 100); do
     grep -q "ready" "$state/port-rate-rx.err" 2>/dev/null && break

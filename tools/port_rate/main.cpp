@@ -10,6 +10,7 @@
 #include <exception>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rate_frames.hpp"
@@ -110,6 +111,7 @@ port_rate::Report run_rx(port::DpdkPort& dev, const port_rate::Options& o) {
             r.frames += ours;
         }
         if (!seen ? now - t_start >= wait : (now - first >= window || now - last >= idle)) break;
+        if (n == 0 && o.nap_us) std::this_thread::sleep_for(std::chrono::microseconds(o.nap_us));
     }
     // The first burst's frames arrived before `first` and are counted: below a burst's worth of error.
     r.seconds = seen ? since(first, last) : 0;

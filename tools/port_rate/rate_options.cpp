@@ -33,7 +33,7 @@ const char* to_string(Pmd pmd) noexcept {
 
 std::string usage() {
     return "usage: port_rate tx|rx --iface IF [--pmd af_packet|af_xdp] [--size N] [--seconds S] [--burst B]\n"
-           "                 [--dst-mac MAC] [--src-ip A] [--dst-ip A] [--wait S] [--idle-ms MS] [--verify] [--json]\n"
+           "                 [--dst-mac MAC] [--src-ip A] [--dst-ip A] [--wait S] [--idle-ms MS] [--nap-us US] [--verify] [--json]\n"
            "  tx sends RoCEv2 RDMA WRITE frames (N bytes of payload, ICRC included) for S seconds as fast as\n"
            "  the port takes them; rx counts the RoCEv2 frames it receives until S seconds after the first,\n"
            "  or --idle-ms without one. Each prints one line: port_rate tx|rx: key=value ...\n";
@@ -77,6 +77,8 @@ Options parse_options(const std::vector<std::string>& args) {
             o.burst = number<unsigned>("--burst", v, 1, 512);
         } else if (a == "--wait") {
             o.wait = number<double>("--wait", v, 0.01, 3600.0);
+        } else if (a == "--nap-us") {
+            o.nap_us = number<unsigned>("--nap-us", v, 0, 100000);
         } else if (a == "--idle-ms") {
             o.idle_ms = number<unsigned>("--idle-ms", v, 1, 600000);
         } else if (a == "--dst-mac") {

@@ -27,10 +27,11 @@ TEST_CASE("options: defaults, every option, and clear refusals") {
     CHECK(d.pmd == Pmd::AfPacket);
     CHECK(d.payload == 64);
     CHECK(d.burst == 32);
+    CHECK(d.nap_us == 50);
 
     const Options o = parse({"tx", "--iface", "v", "--pmd", "af_xdp", "--size", "4096", "--seconds", "1.5", "--burst",
                              "64", "--dst-mac", "02:00:00:00:00:09", "--src-ip", "10.1.2.3", "--dst-ip", "10.1.2.4",
-                             "--wait", "3", "--idle-ms", "200", "--verify", "--json"});
+                             "--wait", "3", "--idle-ms", "200", "--nap-us", "0", "--verify", "--json"});
     CHECK(o.role == Role::Tx);
     CHECK(o.pmd == Pmd::AfXdp);
     CHECK(o.payload == 4096);
@@ -41,6 +42,7 @@ TEST_CASE("options: defaults, every option, and clear refusals") {
     CHECK(o.dst_ip == 0x0A010204);
     CHECK(o.wait == 3);
     CHECK(o.idle_ms == 200);
+    CHECK(o.nap_us == 0);
     CHECK(o.verify);
     CHECK(o.json);
 
@@ -56,6 +58,7 @@ TEST_CASE("options: defaults, every option, and clear refusals") {
              {"tx", "--iface", "v", "--seconds", "nan"},
              {"tx", "--iface", "v", "--burst", "0"},
              {"tx", "--iface", "v", "--burst", "12x"},
+             {"rx", "--iface", "v", "--nap-us", "100001"},
              {"tx", "--iface", "v", "--dst-mac", "zz"},
              {"tx", "--iface", "v", "--dst-ip", "10.1"},
              {"tx", "--iface", "v", "--frobnicate", "1"}}) {
