@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <thread>
@@ -51,6 +52,11 @@ port::DpdkConfig dpdk_config(const port_rate::Options& o) {
 port_rate::Report run_tx(port::DpdkPort& dev, const port_rate::Options& o) {
     port_rate::FrameParams params{dev.mac(), o.dst_mac, o.src_ip, o.dst_ip, o.payload};
     const auto frames = port_rate::make_frames(params, 64);
+    // af_xdp's page-sized mbufs carry smaller frames than the interface's MTU (DpdkPort).
+    if (frames[0].size() - 14 > dev.ip_mtu())
+        throw std::runtime_error("a frame with " + std::to_string(o.payload) + " B of payload is an IP packet of " +
+                                 std::to_string(frames[0].size() - 14) + " B; this port carries at most " +
+                                 std::to_string(dev.ip_mtu()) + " B");
     common::FrameSink& sink = dev.tx();
     const auto base = dev.stats();
     const auto t0 = Clock::now();
