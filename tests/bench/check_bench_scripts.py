@@ -6,8 +6,8 @@ runs on a test bed of its own name and subnet and leaves no namespace behind.
   check_bench_scripts.py port-rate|host|scale TOOLS_DIR BUILD_DIR
 
 port-rate: tools/port-rate.sh for 1 s (port_rate tx in namespace A, rx in B, af_packet): both
-sides' lines and the summary parse, frames arrived, no more than were sent; port_rate refuses bad
-usage. host: tools/bench-host.sh (raw path, two rnicd, message rate, traced round, summary).
+sides' lines and the summary parse, frames arrived, no more than were sent; the same over af_xdp,
+which refuses a 4 KiB payload with a clear message; port_rate refuses bad usage. host: tools/bench-host.sh (raw path, two rnicd, message rate, traced round, summary).
 scale: tools/bench-scale.sh (qp_scale control path, perftest -q 1 and 16 with and without the
 cache model, summary)."""
 import os
@@ -79,6 +79,14 @@ try:
             sent, received, lost = int(m[4]), int(m[5]), int(m[6])
             check(received > 0, f"frames arrived ({received})")
             check(0 <= lost <= sent and lost == sent - received, f"no more arrived than were sent ({received} of {sent})")
+        # af_xdp on the veth rnicd gets with it (3,500 bytes): frames arrive; a 4 KiB payload does
+        # not fit its page-sized mbufs and the sender says so.
+        rc, out = run_script([os.path.join(tools, script), "--seconds", "1", "--pmd", "af_xdp", build])
+        m = line_matching(out, rf"^port-rate: pmd=af_xdp payload=64 tx_pps={NUM} rx_pps={NUM} rx_gbps={NUM} "
+                               rf"sent={NUM} received={NUM} lost=(-?[0-9]+) load={NUM}$", "the af_xdp summary")
+        check(rc == 0 and m is not None and int(m[5]) > 0, f"af_xdp: frames arrived (exit {rc})")
+        rc, out = run_script([os.path.join(tools, script), "--seconds", "1", "--pmd", "af_xdp", "--size", "4096", build])
+        check(rc == 1 and "this port carries at most 3500 B" in out, f"af_xdp refuses a 4 KiB payload clearly (exit {rc})")
     elif mode == "host":
         rc, out = run_script([os.path.join(tools, script), build])
         check(rc == 0, f"bench-host.sh exits 0 (got {rc})")
