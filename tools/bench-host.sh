@@ -17,14 +17,26 @@
 # --busy-poll is measured once at the end (BENCH_BUSY_POLL=0 skips it). Every step is bounded
 # by `timeout`; the test bed is taken down on exit. Environment: BENCH_SECONDS (per bandwidth /
 # raw step, default 4), BENCH_REPS, RNIC_TESTBED* as for tools/testbed.sh.
+#
+# Message rate (issue 16): each round then measures the raw packet rate of the port with
+# tools/port-rate.sh (our DPDK sender and receiver, 64 B WRITE payloads, the PMD and veth the
+# daemons use) and ib_write_bw -s 64 between two rnicd with 1 and with 16 QPs (-D BENCH_SECONDS),
+# each as M msg/s and as a ratio to that round's raw rate. BENCH_MSGRATE=0 skips it.
+#
+# BENCH_SHORT=1 is the form CI runs (tests/bench/check_bench_scripts.py): one round, 1 s steps,
+# fewer latency iterations, no --busy-poll round: every figure line printed, nothing judged.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
 export RNIC_TESTBED=${RNIC_TESTBED:-rnicbench} RNIC_TESTBED_DIR=${RNIC_TESTBED_DIR:-/tmp/rnicbench}
 export RNIC_TESTBED_NET=${RNIC_TESTBED_NET:-10.81.0}
-secs=${BENCH_SECONDS:-4}
-reps=${BENCH_REPS:-3}
-busy_round=${BENCH_BUSY_POLL:-1}
+short=${BENCH_SHORT:-0}
+if ((short)); then
+    secs=${BENCH_SECONDS:-1} reps=${BENCH_REPS:-1} busy_round=${BENCH_BUSY_POLL:-0} lat_iters=1000 idle_secs=2
+else
+    secs=${BENCH_SECONDS:-4} reps=${BENCH_REPS:-3} busy_round=${BENCH_BUSY_POLL:-1} lat_iters=5000 idle_secs=5
+fi
+msgrate=${BENCH_MSGRATE:-1}
 net=$RNIC_TESTBED_NET tb=$here/testbed.sh state=$RNIC_TESTBED_DIR
 rnicd=$build/emulator/daemon/rnicd rnic_run=$build/verbs_shim/rnic-run bench=$build/tests/integration/host_integration
 pids=()
@@ -92,13 +104,13 @@ perftest_pair() {
     grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$state/perftest-client.txt" | tail -1
 }
 
-# Each daemon's CPU over 5 s on an idle test bed (sum_exec_runtime, exact), % of one core.
+# Each daemon's CPU over $idle_secs s on an idle test bed (sum_exec_runtime, exact), % of one core.
 idle_cpu() {
     local a b a0 b0 a1 b1 t0 t1
     a=$(cat "$state/rnicd-a.pid") b=$(cat "$state/rnicd-b.pid")
     sleep 1
     a0=$(cut -d' ' -f1 "/proc/$a/schedstat") b0=$(cut -d' ' -f1 "/proc/$b/schedstat") t0=$(date +%s%N)
-    sleep 5
+    sleep "$idle_secs"
     a1=$(cut -d' ' -f1 "/proc/$a/schedstat") b1=$(cut -d' ' -f1 "/proc/$b/schedstat") t1=$(date +%s%N)
     python3 -c "import sys; a0,a1,b0,b1,t0,t1=map(int,sys.argv[1:]); print('%.2f%%,%.2f%%' % (100*(a1-a0)/(t1-t0), 100*(b1-b0)/(t1-t0)))" \
         "$a0" "$a1" "$b0" "$b1" "$t0" "$t1"
@@ -117,7 +129,7 @@ rnic_path() {
         sbw=$(perftest_pair $((secs + 40)) ib_send_bw -s 65536 -D "$secs" --report_gbits | awk '{print $4}')
         # Four spinners (two daemons, two perftest processes) on two cores make --busy-poll slow:
         # fewer iterations keep it bounded.
-        iters=5000
+        iters=$lat_iters
         [[ $mode == busy-poll ]] && iters=300
         line=$(perftest_pair 90 ib_write_lat -s 2 -n "$iters")
         wlat=$(awk '{print $5}' <<<"$line") p99=$(awk '{print $8}' <<<"$line")
@@ -128,7 +140,36 @@ rnic_path() {
     echo "${wbw:--} ${sbw:--} ${wlat:--} ${p99:--} ${cbw:--} ${cl:--} ${idle:--}"
 }
 
-rounds=()
+# The message rate: the port's raw packet rate (port_rate, 64 B payloads, on a bed of its own),
+# then ib_write_bw -s 64 with 1 and 16 QPs between two rnicd. Prints "<raw tx pps> <raw rx pps>
+# <raw lost> <1 QP Mpps> <16 QPs Mpps>" ("-" for what was not measured).
+msgrate_path() {
+    local line tx=- rx=- lost=- q1=- q16=-
+    line=$("$here/port-rate.sh" --size 64 --seconds "$secs" "$build" 2>&1 | grep '^port-rate: ' || true)
+    if [[ -n $line ]]; then
+        tx=$(sed -n 's/.* tx_pps=\([^ ]*\).*/\1/p' <<<"$line") rx=$(sed -n 's/.* rx_pps=\([^ ]*\).*/\1/p' <<<"$line")
+        lost=$(sed -n 's/.* lost=\([^ ]*\).*/\1/p' <<<"$line")
+    fi
+    if ((perftest)); then
+        "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" >/dev/null
+        source "$state/env"
+        q1=$(perftest_pair $((secs + 40)) ib_write_bw -s 64 -q 1 -D "$secs" --report_gbits | awk '{print $5}')
+        q16=$(perftest_pair $((secs + 40)) ib_write_bw -s 64 -q 16 -D "$secs" --report_gbits | awk '{print $5}')
+        "$tb" down >/dev/null
+    fi
+    echo "${tx:--} ${rx:--} ${lost:--} ${q1:--} ${q16:--}"
+}
+
+# "1.23x": $1 (Mpps) against $2 (pps); "-" when either is missing.
+msg_ratio() {
+    python3 -c 'import sys
+try:
+    print("%.2fx" % (float(sys.argv[1]) * 1e6 / float(sys.argv[2])))
+except (ValueError, ZeroDivisionError):
+    print("-")' "$1" "$2"
+}
+
+rounds=() msg_rounds=()
 for ((r = 1; r <= reps; r++)); do
     raw=$(raw_path)
     echo "round $r raw path:   kernel UDP goodput $(cut -d' ' -f1 <<<"$raw") Gb/s (iperf3 -u -l 4000 -t $secs)," \
@@ -139,6 +180,13 @@ for ((r = 1; r <= reps; r++)); do
          "$wlat us median (p99 $p99); client library: WRITE 64 KiB $cbw Gb/s, 2 B one-way $cl us;" \
          "idle CPU of the two daemons ${idle/,/ and }; load $(load)"
     rounds+=("$raw $rnic")
+    if ((msgrate)); then
+        read -r mtx mrx mlost q1 q16 <<<"$(msgrate_path)"
+        echo "round $r message rate: port_rate 64 B raw $mrx pps received ($mtx pps sent, $mlost lost);" \
+             "ib_write_bw 64 B 1 QP $q1 M msg/s ($(msg_ratio "$q1" "$mrx") raw), 16 QPs $q16 M msg/s" \
+             "($(msg_ratio "$q16" "$mrx") raw); load $(load)"
+        msg_rounds+=("$mtx $mrx $mlost $q1 $q16")
+    fi
 done
 busy=-
 if ((busy_round)); then
@@ -155,7 +203,7 @@ fi
 if ((${BENCH_TRACE:-1} && perftest)); then
     "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" -- --latency-trace >/dev/null
     source "$state/env"
-    line=$(perftest_pair 90 ib_write_lat -s 2 -n 5000)
+    line=$(perftest_pair 90 ib_write_lat -s 2 -n "$lat_iters")
     echo "traced round: ib_write_lat 2 B one-way $(awk '{print $5}' <<<"$line") us median (p99 $(awk '{print $8}' <<<"$line")), load $(load)"
     for dev in rnic0 rnic1; do
         echo "  $dev hops (us):"
@@ -165,7 +213,8 @@ if ((${BENCH_TRACE:-1} && perftest)); then
     "$tb" down >/dev/null
 fi
 
-python3 - "$busy" "${rounds[@]}" <<'PY'
+MSG_ROUNDS=$(IFS=';'; echo "${msg_rounds[*]}") python3 - "$busy" "${rounds[@]}" <<'PY'
+import os
 import statistics
 import sys
 
@@ -214,4 +263,21 @@ if busy != "-" and raw_bw and raw_lat:
     lat = f"{b[2] / statistics.median(raw_lat):.2f}x" if b[2] else "-"
     print(f"busy-poll (one round, against the raw medians): ib_write_bw {bw}, ib_write_lat {lat}")
 print("targets: bandwidth >= 1.00x kernel UDP goodput, latency <= 1.50x sockperf one-way")
+msg = [[num(v) for v in r.split()] for r in os.environ.get("MSG_ROUNDS", "").split(";") if r.strip()]
+if msg:
+    # fields: raw tx pps, raw rx pps, lost, 1 QP Mpps, 16 QPs Mpps
+    def mmed(i, scale=1.0):
+        vals = [r[i] * scale for r in msg if r[i] is not None]
+        return (statistics.median(vals), len(vals)) if vals else (None, 0)
+    for label, i, scale, spec in (("port_rate 64 B raw received (M pps)", 1, 1e-6, ".3f"),
+                                  ("port_rate 64 B raw sent (M pps)", 0, 1e-6, ".3f"),
+                                  ("ib_write_bw 64 B 1 QP (M msg/s)", 3, 1.0, ".3f"),
+                                  ("ib_write_bw 64 B 16 QPs (M msg/s)", 4, 1.0, ".3f")):
+        m, n = mmed(i, scale)
+        print(f"median {label}: {m:{spec}} over {n} rounds" if m is not None else f"median {label}: -")
+    for label, i in (("ib_write_bw 64 B 1 QP / port_rate raw", 3), ("ib_write_bw 64 B 16 QPs / port_rate raw", 4)):
+        values = [r[i] * 1e6 / r[1] for r in msg if r[i] is not None and r[1]]
+        m = med(values)
+        print(f"  {label}: {fmt(values)}; median {m:.2f}x" if m is not None else f"  {label}: -")
+    print("message-rate targets: ib_write_bw 64 B >= 1.00 M msg/s (1 and 16 QPs) and >= 0.80x the port's raw rate")
 PY

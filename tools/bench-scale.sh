@@ -31,16 +31,22 @@
 # the cache modes in alternating order, and the summary gives medians. Every step is bounded by
 # `timeout`; the test bed is taken down on exit. Environment: the BENCH_* above, RNIC_TESTBED*
 # as for tools/testbed.sh. A round takes ~6 minutes at the defaults.
+#
+# BENCH_SHORT=1 is the form CI runs (tests/bench/check_bench_scripts.py): one round, qp_scale at
+# 16 QPs, perftest -q 1 and 16 at depth 128 with 20,000 WRITEs, shorter idle-CPU windows (the
+# BENCH_* above still override it): every figure line printed, nothing judged.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
 export RNIC_TESTBED=${RNIC_TESTBED:-rnicscale} RNIC_TESTBED_DIR=${RNIC_TESTBED_DIR:-/tmp/rnicscale}
 export RNIC_TESTBED_NET=${RNIC_TESTBED_NET:-10.82.0}
-reps=${BENCH_REPS:-3}
-qps_list=${BENCH_QPS:-1 16 256 1024 4096 16384}
-scale_list=${BENCH_SCALE_QPS:-16 1000 16384}
-depths=${BENCH_TX_DEPTHS:-128 1}
-messages=${BENCH_MESSAGES:-1000000}
+if ((${BENCH_SHORT:-0})); then
+    reps=${BENCH_REPS:-1} qps_list=${BENCH_QPS:-1 16} scale_list=${BENCH_SCALE_QPS:-16}
+    depths=${BENCH_TX_DEPTHS:-128} messages=${BENCH_MESSAGES:-20000} cpu_secs=1 hold_secs=3
+else
+    reps=${BENCH_REPS:-3} qps_list=${BENCH_QPS:-1 16 256 1024 4096 16384} scale_list=${BENCH_SCALE_QPS:-16 1000 16384}
+    depths=${BENCH_TX_DEPTHS:-128 1} messages=${BENCH_MESSAGES:-1000000} cpu_secs=3 hold_secs=6
+fi
 miss_ns=${BENCH_MISS_NS:-1000}
 tb=$here/testbed.sh state=$RNIC_TESTBED_DIR
 rnicd=$build/emulator/daemon/rnicd rnic_run=$build/verbs_shim/rnic-run
@@ -87,14 +93,14 @@ daemon_cpu() {
     python3 -c "import sys; c0,c1,t0,t1=map(int,sys.argv[1:]); print('%.2f' % (100*(c1-c0)/(t1-t0)))" "$c0" "$c1" "$t0" "$t1"
 }
 
-# One rnicd, qp_scale over the counts, the last held 6 s in RTS while the daemon's CPU is taken.
+# One rnicd, qp_scale over the counts, the last held $hold_secs s in RTS while the daemon's CPU is taken.
 # Prints each BENCH line with "idle_cpu_pct=<no QPs>/<N QPs held>" added to the last.
 control_round() {
     "$tb" up --daemons a --rnicd "$rnicd" >/dev/null
     local empty_cpu held_cpu out=$state/qp_scale.txt
     sleep 1
-    empty_cpu=$(daemon_cpu a 3)
-    timeout 600 "$qp_scale" --run-dir "$state/run-a" --hold 6 $scale_list >"$out" 2>&1 & pids=($!)
+    empty_cpu=$(daemon_cpu a "$cpu_secs")
+    timeout 600 "$qp_scale" --run-dir "$state/run-a" --hold "$hold_secs" $scale_list >"$out" 2>&1 & pids=($!)
     local last=${scale_list##* }
     for _ in $(seq 1200); do
         grep -q "n=$last: holding" "$out" && break
@@ -102,7 +108,7 @@ control_round() {
         sleep 0.25
     done
     held_cpu=-
-    grep -q "n=$last: holding" "$out" && { sleep 1; held_cpu=$(daemon_cpu a 3); }
+    grep -q "n=$last: holding" "$out" && { sleep 1; held_cpu=$(daemon_cpu a "$cpu_secs"); }
     wait "${pids[0]}" || echo "bench-scale: qp_scale failed: $(tail -3 "$out")" >&2
     pids=()
     "$tb" down >/dev/null

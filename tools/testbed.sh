@@ -4,7 +4,7 @@
 # bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
-#                         [--pmd af_packet|af_xdp] [--oob [--oob-rnic-ips]] [-- rnicd args]
+#                         [--pmd af_packet|af_xdp] [--oob [--oob-rnic-ips]] [--quiet-b] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
@@ -23,7 +23,9 @@
 # answer (ICMP port unreachable). Each rnicd also gets ::1 (A) or ::2 (B) of the IPv6 prefix
 # (--ip6) besides its link-local address. With `--daemons a`, B is a plain kernel host at .2 and
 # ::2 (ping, ARP, ping -6, neighbour discovery; IPv6 enabled on its interface only); with
-# `--daemons both`, B is set up like A and runs the second rnicd at .2 and ::2.
+# `--daemons both`, B is set up like A and runs the second rnicd at .2 and ::2. --quiet-b sets B up
+# like A without starting a daemon there (no kernel address): for raw DPDK senders and receivers
+# on both ends (tools/port-rate.sh), which then see the kernel exactly as two rnicd would.
 # Each daemon has its own control-socket directory (run-a, run-b, both named rnic0) unless
 # --one-run-dir puts them side by side in $RNIC_TESTBED_DIR/run as rnic0 (A) and rnic1 (B), the
 # way one host with two RNICs looks to ibv_devices.
@@ -103,7 +105,7 @@ start_rnicd() {  # side ns ifname ip ip6
 }
 
 cmd_up() {
-    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 pmd=af_packet extra=()
+    daemons=a rnicd=$here/../build/emulator/daemon/rnicd pcap=0 busy=0 one_run_dir=0 oob=0 oob_rnic_ips=0 pmd=af_packet quiet_b=0 extra=()
     while (($#)); do
         case $1 in
             --daemons) daemons=$2; shift 2 ;;
@@ -114,6 +116,7 @@ cmd_up() {
             --one-run-dir) one_run_dir=1; shift ;;
             --oob) oob=1; shift ;;
             --oob-rnic-ips) oob_rnic_ips=1; shift ;;
+            --quiet-b) quiet_b=1; shift ;;
             --) shift; extra=("$@"); break ;;
             *) die "unknown option $1" ;;
         esac
@@ -145,7 +148,8 @@ cmd_up() {
             ip -n "$ns_b" addr add "$net.2/24" dev "${if_b}o"
         fi
     fi
-    if [[ $daemons == both ]]; then
+    [[ $daemons == a ]] && ((quiet_b)) && die "--quiet-b leaves B without a kernel host for daemon A: use --daemons none or both"
+    if [[ $daemons == both ]] || ((quiet_b)); then
         quiet_kernel "$ns_b" "$if_b"
     else
         ip -n "$ns_b" addr add "$net.2/24" dev "$if_b"
@@ -276,5 +280,5 @@ case ${1:-} in
     exec)
         [[ ${2:-} =~ ^(a|b)$ ]] || die "exec wants a or b"
         ns=$name-$2; shift 2; exec ip netns exec "$ns" "$@" ;;
-    *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
