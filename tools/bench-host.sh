@@ -23,6 +23,12 @@
 # daemons use) and ib_write_bw -s 64 between two rnicd with 1 and with 16 QPs (-D BENCH_SECONDS),
 # each as M msg/s and as a ratio to that round's raw rate. BENCH_MSGRATE=0 skips it.
 #
+# Ping-pong (issue 16): each round then measures sockperf's one-way latency with a busy-polling
+# client (--nonblocked), a TCP ping-pong of 4 KiB (sockperf --tcp -m 4096: its round trip is twice
+# the one-way median), and Debian's ibv_rc_pingpong -s 4096 between two rnicd (its usec/iter is a
+# round trip: a 4 KiB SEND each way), with the ratio of the last to the TCP round trip.
+# BENCH_PINGPONG=0 skips it.
+#
 # BENCH_SHORT=1 is the form CI runs (tests/bench/check_bench_scripts.py): one round, 1 s steps,
 # fewer latency iterations, no --busy-poll round: every figure line printed, nothing judged.
 set -euo pipefail
@@ -32,11 +38,12 @@ export RNIC_TESTBED=${RNIC_TESTBED:-rnicbench} RNIC_TESTBED_DIR=${RNIC_TESTBED_D
 export RNIC_TESTBED_NET=${RNIC_TESTBED_NET:-10.81.0}
 short=${BENCH_SHORT:-0}
 if ((short)); then
-    secs=${BENCH_SECONDS:-1} reps=${BENCH_REPS:-1} busy_round=${BENCH_BUSY_POLL:-0} lat_iters=1000 idle_secs=2
+    secs=${BENCH_SECONDS:-1} reps=${BENCH_REPS:-1} busy_round=${BENCH_BUSY_POLL:-0} lat_iters=1000 idle_secs=2 pp_iters=200
 else
-    secs=${BENCH_SECONDS:-4} reps=${BENCH_REPS:-3} busy_round=${BENCH_BUSY_POLL:-1} lat_iters=5000 idle_secs=5
+    secs=${BENCH_SECONDS:-4} reps=${BENCH_REPS:-3} busy_round=${BENCH_BUSY_POLL:-1} lat_iters=5000 idle_secs=5 pp_iters=2000
 fi
 msgrate=${BENCH_MSGRATE:-1}
+pingpong=${BENCH_PINGPONG:-1}
 net=$RNIC_TESTBED_NET tb=$here/testbed.sh state=$RNIC_TESTBED_DIR
 rnicd=$build/emulator/daemon/rnicd rnic_run=$build/verbs_shim/rnic-run bench=$build/tests/integration/host_integration
 pids=()
@@ -160,6 +167,52 @@ msgrate_path() {
     echo "${tx:--} ${rx:--} ${lost:--} ${q1:--} ${q16:--}"
 }
 
+# Ping-pong: the kernel's (busy-polling sockperf UDP, TCP 4 KiB) on the veth with kernel
+# addresses, then ibv_rc_pingpong 4 KiB between two rnicd. Prints "<busy one-way us> <TCP 4 KiB
+# round trip us> <rc_pingpong us/iter>".
+pingpong_path() {
+    local busy=- tcp=- rc=- sp port
+    "$tb" up --daemons none >/dev/null
+    source "$state/env"
+    ip -n "$ns_a" addr add "$net.1/24" dev "$if_a"
+    ip netns exec "$ns_b" timeout $((secs + 30)) sockperf server -i "$net.2" -p 11111 >/dev/null 2>&1 & pids+=($!)
+    ip netns exec "$ns_b" timeout $((2 * secs + 40)) sockperf server --tcp -i "$net.2" -p 11112 >/dev/null 2>&1 & pids+=($!)
+    wait_listen "$ns_b" 11112 || true
+    sp=$(ip netns exec "$ns_a" timeout $((secs + 20)) sockperf ping-pong --nonblocked -i "$net.2" -p 11111 -t "$secs" -m 14 2>&1 || true)
+    busy=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$sp")
+    sp=$(ip netns exec "$ns_a" timeout $((secs + 20)) sockperf ping-pong --tcp -i "$net.2" -p 11112 -t "$secs" -m 4096 2>&1 || true)
+    tcp=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$sp")
+    [[ -n $tcp ]] && tcp=$(python3 -c "print('%.2f' % (2 * float('$tcp')))")
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    pids=()
+    "$tb" down >/dev/null
+    if ((perftest)); then
+        "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" >/dev/null
+        source "$state/env"
+        port=$((18515 + RANDOM % 1000))
+        ip netns exec "$ns_a" timeout 90 "$rnic_run" --run-dir "$state/run" ibv_rc_pingpong -g 0 -s 4096 \
+            -n "$pp_iters" -p "$port" -d rnic0 >"$state/pingpong-server.txt" 2>&1 &
+        pids=($!)
+        wait_listen "$ns_a" "$port" || true
+        ip netns exec "$ns_a" timeout 90 "$rnic_run" --run-dir "$state/run" ibv_rc_pingpong -g 0 -s 4096 \
+            -n "$pp_iters" -p "$port" -d rnic1 127.0.0.1 >"$state/pingpong-client.txt" 2>&1 || true
+        wait "${pids[0]}" 2>/dev/null || true
+        pids=()
+        rc=$(sed -n 's/.* = *\([0-9.]*\) usec\/iter.*/\1/p' "$state/pingpong-client.txt" | tail -1)
+        "$tb" down >/dev/null
+    fi
+    echo "${busy:--} ${tcp:--} ${rc:--}"
+}
+
+# "1.23x": $1 against $2; "-" when either is missing.
+ratio() {
+    python3 -c 'import sys
+try:
+    print("%.2fx" % (float(sys.argv[1]) / float(sys.argv[2])))
+except (ValueError, ZeroDivisionError):
+    print("-")' "$1" "$2"
+}
+
 # "1.23x": $1 (Mpps) against $2 (pps); "-" when either is missing.
 msg_ratio() {
     python3 -c 'import sys
@@ -169,7 +222,7 @@ except (ValueError, ZeroDivisionError):
     print("-")' "$1" "$2"
 }
 
-rounds=() msg_rounds=()
+rounds=() msg_rounds=() pp_rounds=()
 for ((r = 1; r <= reps; r++)); do
     raw=$(raw_path)
     echo "round $r raw path:   kernel UDP goodput $(cut -d' ' -f1 <<<"$raw") Gb/s (iperf3 -u -l 4000 -t $secs)," \
@@ -186,6 +239,13 @@ for ((r = 1; r <= reps; r++)); do
              "ib_write_bw 64 B 1 QP $q1 M msg/s ($(msg_ratio "$q1" "$mrx") raw), 16 QPs $q16 M msg/s" \
              "($(msg_ratio "$q16" "$mrx") raw); load $(load)"
         msg_rounds+=("$mtx $mrx $mlost $q1 $q16")
+    fi
+    if ((pingpong)); then
+        read -r ppbusy pptcp pprc <<<"$(pingpong_path)"
+        echo "round $r ping-pong: sockperf one-way $ppbusy us median with a busy-polling client (--nonblocked);" \
+             "TCP 4 KiB round trip $pptcp us (sockperf --tcp -m 4096); ibv_rc_pingpong 4 KiB $pprc us per iteration" \
+             "($(ratio "$pprc" "$pptcp") TCP); load $(load)"
+        pp_rounds+=("$ppbusy $pptcp $pprc")
     fi
 done
 busy=-
@@ -213,7 +273,7 @@ if ((${BENCH_TRACE:-1} && perftest)); then
     "$tb" down >/dev/null
 fi
 
-MSG_ROUNDS=$(IFS=';'; echo "${msg_rounds[*]}") python3 - "$busy" "${rounds[@]}" <<'PY'
+PP_ROUNDS=$(IFS=';'; echo "${pp_rounds[*]}") MSG_ROUNDS=$(IFS=';'; echo "${msg_rounds[*]}") python3 - "$busy" "${rounds[@]}" <<'PY'
 import os
 import statistics
 import sys
@@ -262,7 +322,21 @@ if busy != "-" and raw_bw and raw_lat:
     bw = f"{b[0] / statistics.median(raw_bw):.2f}x" if b[0] else "-"
     lat = f"{b[2] / statistics.median(raw_lat):.2f}x" if b[2] else "-"
     print(f"busy-poll (one round, against the raw medians): ib_write_bw {bw}, ib_write_lat {lat}")
-print("targets: bandwidth >= 1.00x kernel UDP goodput, latency <= 1.50x sockperf one-way")
+print("targets (issue 16): bandwidth >= 1.50x kernel UDP goodput, ib_write_lat <= 1.00x sockperf one-way (must: 1.50x)")
+pp = [[num(v) for v in r.split()] for r in os.environ.get("PP_ROUNDS", "").split(";") if r.strip()]
+if pp:
+    for label, i in (("sockperf one-way, busy-polling client (us)", 0), ("TCP 4 KiB round trip (us)", 1),
+                     ("ibv_rc_pingpong 4 KiB per iteration (us)", 2)):
+        vals = [r[i] for r in pp if r[i] is not None]
+        print(f"median {label}: {statistics.median(vals):.2f} over {len(vals)} rounds" if vals else f"median {label}: -")
+    values = [r[2] / r[1] for r in pp if r[1] and r[2] is not None]
+    m = med(values)
+    print(f"  ibv_rc_pingpong 4 KiB / TCP 4 KiB round trip: {fmt(values)}; median {m:.2f}x" if m is not None
+          else "  ibv_rc_pingpong 4 KiB / TCP 4 KiB round trip: -")
+    wl = [r[4] for r in rounds if r[4] is not None]
+    bl = [r[0] for r in pp if r[0]]
+    if wl and bl:
+        print(f"  ib_write_lat / busy-polling sockperf one-way (medians): {statistics.median(wl) / statistics.median(bl):.2f}x")
 msg = [[num(v) for v in r.split()] for r in os.environ.get("MSG_ROUNDS", "").split(";") if r.strip()]
 if msg:
     # fields: raw tx pps, raw rx pps, lost, 1 QP Mpps, 16 QPs Mpps

@@ -7,7 +7,7 @@ runs on a test bed of its own name and subnet and leaves no namespace behind.
 
 port-rate: tools/port-rate.sh for 1 s (port_rate tx in namespace A, rx in B, af_packet): both
 sides' lines and the summary parse, frames arrived, no more than were sent; the same over af_xdp,
-which refuses a 4 KiB payload with a clear message; port_rate refuses bad usage. host: tools/bench-host.sh (raw path, two rnicd, message rate, traced round, summary).
+which refuses a 4 KiB payload with a clear message; port_rate refuses bad usage. host: tools/bench-host.sh (raw path, two rnicd, message rate, ping-pong, traced round, summary).
 scale: tools/bench-scale.sh (qp_scale control path, perftest -q 1 and 16 with and without the
 cache model, summary)."""
 import os
@@ -99,6 +99,10 @@ try:
         line_matching(out, rf"^round 1 message rate: port_rate 64 B raw {NUM} pps received \({NUM} pps sent, (-?[0-9]+) "
                            rf"lost\); ib_write_bw 64 B 1 QP {NUM} M msg/s \({NUM}x raw\), 16 QPs {NUM} M msg/s "
                            rf"\({NUM}x raw\); load {NUM}$", "round 1's message rate (port_rate, ib_write_bw 1 and 16 QPs)")
+        line_matching(out, rf"^round 1 ping-pong: sockperf one-way {NUM} us median with a busy-polling client "
+                           rf"\(--nonblocked\); TCP 4 KiB round trip {NUM} us \(sockperf --tcp -m 4096\); "
+                           rf"ibv_rc_pingpong 4 KiB {NUM} us per iteration \({NUM}x TCP\); load {NUM}$",
+                      "round 1's ping-pong (busy-polling sockperf, TCP 4 KiB, ibv_rc_pingpong 4 KiB)")
         line_matching(out, rf"^traced round: ib_write_lat 2 B one-way {NUM} us median \(p99 {NUM}\), load {NUM}$",
                       "the traced round")
         hops = re.findall(rf"^ +doorbell_to_seen +{NUM} ", out, re.M)
@@ -106,10 +110,12 @@ try:
         for label in ("kernel UDP goodput \\(Gb/s\\)", "sockperf one-way \\(us\\)", "ib_write_bw \\(Gb/s\\)",
                       "ib_send_bw \\(Gb/s\\)", "ib_write_lat one-way \\(us\\)",
                       "port_rate 64 B raw received \\(M pps\\)", "ib_write_bw 64 B 1 QP \\(M msg/s\\)",
-                      "ib_write_bw 64 B 16 QPs \\(M msg/s\\)"):
+                      "ib_write_bw 64 B 16 QPs \\(M msg/s\\)", "sockperf one-way, busy-polling client \\(us\\)",
+                      "TCP 4 KiB round trip \\(us\\)", "ibv_rc_pingpong 4 KiB per iteration \\(us\\)"):
             line_matching(out, rf"^median {label}: {NUM} over 1 rounds$", f"the median of {label}")
         for label in ("ib_write_bw / kernel UDP goodput", "ib_write_lat / sockperf one-way",
-                      "ib_write_bw 64 B 1 QP / port_rate raw", "ib_write_bw 64 B 16 QPs / port_rate raw"):
+                      "ib_write_bw 64 B 1 QP / port_rate raw", "ib_write_bw 64 B 16 QPs / port_rate raw",
+                      "ibv_rc_pingpong 4 KiB / TCP 4 KiB round trip"):
             line_matching(out, rf"^  {label}: {NUM}x; median {NUM}x$", f"the ratio {label}")
     else:
         rc, out = run_script([os.path.join(tools, script), build])
