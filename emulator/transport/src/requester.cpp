@@ -214,11 +214,11 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
     const Emit e = emit_frame(core_, sink, spec, payload, [&](std::span<uint8_t> out) {
         if (wr.kind == WrClass::AtomicWrite && !inl && w.num_sge == 0) {
             std::memcpy(out.data(), &w.compare_add, 8);  // ibv_wr_atomic_write's bytes, as given
-            return true;
+            return SgeCopy::Ok;
         }
         if (inl) {
             std::memcpy(out.data(), qp.sq.inline_data(pos).data() + offset, out.size());
-            return true;
+            return SgeCopy::Ok;
         }
         return gather_from_sges(*core_.memory, qp.init.pd, qp.sq.sges(pos), offset, out);
     });
@@ -227,6 +227,8 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
             break;
         case Emit::NoRoom:
             return Sent::NoRoom;
+        case Emit::FillPending:
+            return Sent::Pending;
         case Emit::FillFailed:
         case Emit::Invalid:
             w.fail(WcStatus::LocProtErr);
@@ -264,6 +266,18 @@ size_t Requester::emit(QueuePair& qp, FrameSink& sink, size_t budget) {
         const bool resend = rq.sent_any && psn_before_or_equal(psn, rq.highest_sent_psn);
         const Sent result = send_packet(qp, w, pos, sink);
         if (result == Sent::NoRoom) break;
+        if (result == Sent::Pending) {
+            // An on-demand page of the payload is not there yet: nothing is sent, the QP waits
+            // off the ready list (odp_wait.cpp); past the time bound, a local protection error.
+            if (core_.odp_wait(qp, OdpSide::Gather)) {
+                core_.odp_park(qp);
+            } else {
+                w.fail(WcStatus::LocProtErr);
+                core_.completer.fail(qp);
+            }
+            break;
+        }
+        core_.odp_done(qp, OdpSide::Gather);
         if (result == Sent::Failed) {
             core_.completer.fail(qp);
             break;
