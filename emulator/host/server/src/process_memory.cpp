@@ -164,14 +164,16 @@ std::shared_ptr<ProcessMemory> ProcessMemory::open(const ProcessId& p, std::shar
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    // Counted from here, not from the thread's start: on a loaded machine it may start late.
+    g_totals.workers_alive.fetch_add(1);
     try {
         std::thread([w = worker] {
-            g_totals.workers_alive.fetch_add(1);
             w->run();
             if (w->orphaned.load()) g_totals.workers_stuck.fetch_sub(1);
             g_totals.workers_alive.fetch_sub(1);
         }).detach();
     } catch (const std::system_error& e) {
+        g_totals.workers_alive.fetch_sub(1);
         pthread_sigmask(SIG_SETMASK, &old, nullptr);
         errno = e.code().value() ? e.code().value() : EAGAIN;
         return nullptr;
