@@ -84,9 +84,10 @@ struct Child {
 };
 
 bool eventually(const std::function<bool()>& f, int ms = 5000) {
-    for (int i = 0; i < ms / 10; ++i) {
+    const auto end = Clock::now() + std::chrono::milliseconds(ms);
+    while (Clock::now() < end) {
         if (f()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     return f();
 }
@@ -222,6 +223,7 @@ TEST_CASE("ODP worker: the per-client budget bounds repeated waits") {
     Child child(false);
     auto notifier = std::make_shared<OdpNotifier>();
     OdpWaitLimits limits;
+    limits.free_ns = 0;
     limits.budget_ns = 0;  // no waiting at all: every access Pending at once, the worker still copies
     limits.refill_per_mille = 0;
     auto m = ProcessMemory::open(child.id(), notifier, limits);
@@ -232,4 +234,11 @@ TEST_CASE("ODP worker: the per-client budget bounds repeated waits") {
     CHECK(odp_worker_totals().budget_pending == before + 1);
     CHECK(eventually([&] { return notifier->take(); }));  // done: the loop hears, the retry may go
     CHECK_FALSE(m->busy());
+    // The same access asked again takes the finished copy's result, without a wait.
+    std::vector<uint8_t> again(256);
+    CHECK(m->read(child.plain, again) == OdpResult::Done);
+    for (size_t i = 0; i < again.size(); ++i) REQUIRE(again[i] == static_cast<uint8_t>(i * 7));
+    // Another access with the budget spent: Pending again (and the worker copies it).
+    CHECK(m->read(child.plain + 4096, again) == OdpResult::Pending);
+    CHECK(odp_worker_totals().budget_pending == before + 2);
 }

@@ -92,7 +92,9 @@ struct ProcessMemory::Worker {
     std::atomic<bool> abandoned{false};  // the poll thread stopped waiting: notify when done
     std::atomic<bool> stop{false};
     std::atomic<bool> orphaned{false};  // its ProcessMemory is gone while it was in a copy
-    // The request and its result.
+    // The request and its result. `unclaimed`: the poll thread stopped waiting for this request
+    // (poll thread only); its result, once done, answers the same access asked again.
+    bool unclaimed = false;
     bool write = false;
     uint64_t address = 0;
     size_t length = 0;
@@ -212,7 +214,7 @@ uint64_t ProcessMemory::allowed_wait(uint64_t now) noexcept {
     refilled_at_ = now;
     const uint64_t refill = elapsed / 1000 * limits_.refill_per_mille;
     tokens_ns_ = std::min(limits_.budget_ns, tokens_ns_ + refill);
-    return std::min(limits_.wait_ns, tokens_ns_);
+    return std::min(limits_.wait_ns, limits_.free_ns + tokens_ns_);
 }
 
 mem::OdpResult ProcessMemory::copy_chunk(bool write, uint64_t address, uint8_t* data, size_t length) noexcept {
@@ -222,6 +224,15 @@ mem::OdpResult ProcessMemory::copy_chunk(bool write, uint64_t address, uint8_t* 
         // (none overtakes it), without the loop waiting at all.
         g_totals.busy_pending.fetch_add(1, std::memory_order_relaxed);
         return mem::OdpResult::Pending;
+    }
+    if (w.unclaimed) {
+        // The copy the loop stopped waiting for is done. The same access asked again (the engine
+        // retries with the same arguments) takes its result: no second copy, and no wait that a
+        // spent budget could make too short for any copy ever to be seen done.
+        w.unclaimed = false;
+        if (w.write == write && w.address == address && w.length == length &&
+            (!write || std::memcmp(w.buffer.data(), data, length) == 0))
+            return finish(write, data, length);
     }
     w.write = write;
     w.address = address;
@@ -243,16 +254,27 @@ mem::OdpResult ProcessMemory::copy_chunk(bool write, uint64_t address, uint8_t* 
         while (!done() && (t = now_ns()) < deadline) futex_wait(w.done_seq, seq - 1, deadline - t);
         w.poller_waiting.store(0, std::memory_order_relaxed);
     }
+    // Only waiting past what a normal copy takes is charged: a busy but healthy client keeps
+    // its budget, one whose copies keep lasting long spends it.
     const uint64_t waited = now_ns() - start;
-    tokens_ns_ -= std::min(tokens_ns_, waited);
+    const uint64_t charged = waited > limits_.free_ns ? waited - limits_.free_ns : 0;
+    tokens_ns_ -= std::min(tokens_ns_, charged);
     if (!done()) {
         w.abandoned.store(true, std::memory_order_seq_cst);
         if (!done()) {
-            (allowed == 0 ? g_totals.budget_pending : g_totals.waits_timed_out).fetch_add(1, std::memory_order_relaxed);
+            (allowed < limits_.wait_ns ? g_totals.budget_pending : g_totals.waits_timed_out)
+                .fetch_add(1, std::memory_order_relaxed);
+            w.unclaimed = true;
             return mem::OdpResult::Pending;  // the worker notifies when it is done
         }
         w.abandoned.store(false, std::memory_order_relaxed);
     }
+    return finish(write, data, length);
+}
+
+// The worker is idle with this request's result.
+mem::OdpResult ProcessMemory::finish(bool write, uint8_t* data, size_t length) noexcept {
+    Worker& w = *worker_;
     if (!w.ok) return mem::OdpResult::Fault;
     if (!write) std::memcpy(data, w.buffer.data(), length);
     return mem::OdpResult::Done;

@@ -10,8 +10,9 @@
 // the worker and waits for it a short bounded time (a normal copy takes microseconds); past that,
 // or while the worker is still busy with an earlier copy, the access is Pending (the engine parks
 // or RNR-NAKs, docs/host_interface.md) and the worker tells the loop when it is done
-// (OdpNotifier). A per-client budget bounds the loop's waiting over time. One request slot: no
-// queue to grow, and no copy overtakes an earlier one of the same client.
+// (OdpNotifier); the same access asked again then takes that copy's result. A per-client budget
+// bounds the loop's waiting over time. One request slot: no queue to grow, and no copy overtakes
+// an earlier one of the same client.
 //
 // Identity: a pidfd taken at the first ODP registration, checked against the process's start
 // time (so it is the process that connected, not a later one with its pid); every access first
@@ -30,7 +31,8 @@ namespace rnic::host::server {
 
 struct OdpWaitLimits {
     uint64_t wait_ns = 1'000'000;     // longest wait for one copy (then Pending)
-    uint64_t budget_ns = 20'000'000;  // waiting a client may spend at once ...
+    uint64_t free_ns = 20'000;        // the part of each wait a normal copy needs: not charged
+    uint64_t budget_ns = 20'000'000;  // waiting past free_ns a client may spend at once ...
     uint32_t refill_per_mille = 50;   // ... refilled at this share of wall time (5%)
 };
 
@@ -41,7 +43,7 @@ struct OdpWorkerTotals {
     uint64_t copies = 0;
     uint64_t waits_timed_out = 0;  // the poll thread stopped waiting: Pending
     uint64_t busy_pending = 0;     // Pending at once: the worker was still busy
-    uint64_t budget_pending = 0;   // Pending at once: the client's waiting budget was spent
+    uint64_t budget_pending = 0;   // Pending after a wait the spent budget shortened
 };
 OdpWorkerTotals odp_worker_totals() noexcept;
 
@@ -73,6 +75,7 @@ private:
     ProcessMemory(std::shared_ptr<Worker> w, OdpWaitLimits limits);
     mem::OdpResult copy(bool write, uint64_t address, uint8_t* data, size_t length) noexcept;
     mem::OdpResult copy_chunk(bool write, uint64_t address, uint8_t* data, size_t length) noexcept;
+    mem::OdpResult finish(bool write, uint8_t* data, size_t length) noexcept;
     uint64_t allowed_wait(uint64_t now) noexcept;
     std::shared_ptr<Worker> worker_;
     OdpWaitLimits limits_;
