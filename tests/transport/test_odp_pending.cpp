@@ -23,6 +23,7 @@ struct SlowOwner : rnic::mem::OdpBackend {
     uint64_t base = 0x200000000ull;
     std::vector<uint8_t> memory = std::vector<uint8_t>(64 * 1024);
     int pending_reads = 0, pending_writes = 0;
+    int writes_before_pending = 0;  // the pending writes start after this many done ones
     bool stuck = false;
     int pendings = 0, dones = 0;
     OdpResult read(uint64_t a, std::span<uint8_t> d) noexcept override {
@@ -36,7 +37,7 @@ struct SlowOwner : rnic::mem::OdpBackend {
         return OdpResult::Done;
     }
     OdpResult write(uint64_t a, std::span<const uint8_t> d) noexcept override {
-        if (stuck || pending_writes > 0) {
+        if (stuck || (pending_writes > 0 && dones >= writes_before_pending)) {
             --pending_writes;
             ++pendings;
             return OdpResult::Pending;
@@ -98,6 +99,21 @@ TEST_CASE("ODP Pending at the responder: WRITE and SEND are RNR-NAKed and retrie
         CHECK(t.b.e().device_counters().odp_rnr_naks == 3);
         CHECK(t.a.e().qp_counters(t.a.qpn)->rnr_naks_received == 3);
         CHECK(t.b.e().device_counters().odp_timeouts == 0);
+    }
+    SECTION("a WRITE's middle packet: the RNR NAK names its PSN, the rest follows") {
+        owner.writes_before_pending = 2;
+        owner.pending_writes = 2;
+        fill_pattern(t.a.buf, 12, 0, 5000);
+        SendWr w = make_wr(WrOpcode::RdmaWrite, 4, {{t.a.addr(), 5000, t.a.mr.lkey}});
+        w.remote_addr = owner.base + 8;
+        w.rkey = odp->rkey;
+        REQUIRE(t.a.e().post_send(t.a.qpn, w) == 0);
+        auto sc = t.wait_cq(t.a, t.a.send_cq, 1);
+        REQUIRE(sc.size() == 1);
+        CHECK(sc[0].status == WcStatus::Success);
+        CHECK(std::memcmp(t.a.buf.data(), owner.memory.data() + 8, 5000) == 0);
+        CHECK(owner.pendings == 2);
+        CHECK(t.b.e().device_counters().odp_rnr_naks == 2);
     }
     SECTION("SEND into an on-demand receive buffer") {
         owner.pending_writes = 2;

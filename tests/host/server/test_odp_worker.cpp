@@ -4,6 +4,7 @@
 // the per-client budget bounds the waiting, the notifier tells the loop when the stuck copy ends
 // (the child's exit takes its userfaultfd away) and the worker thread is gone afterwards.
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -29,13 +30,14 @@ namespace {
 
 constexpr size_t kSize = 64 * 1024;
 
-// A child holding a plain buffer and, if asked, a range behind a userfaultfd it never reads.
-// It tells its addresses through a pipe and lives until its stdin-like pipe closes.
+// A child holding a plain buffer and, if asked, a range behind a userfaultfd it never reads (or,
+// with `serve_us`, serves each fault with a zero page that long after it came). It tells its
+// addresses through a pipe and lives until that pipe's other end closes.
 struct Child {
     pid_t pid = -1;
     uint64_t plain = 0, trap = 0;
     int control = -1;  // closing it ends the child
-    explicit Child(bool with_trap) {
+    explicit Child(bool with_trap, int serve_us = 0) {
         int up[2], down[2];
         REQUIRE(pipe(up) == 0);
         REQUIRE(pipe(down) == 0);
@@ -47,9 +49,10 @@ struct Child {
             auto* p = static_cast<uint8_t*>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
             for (size_t i = 0; i < kSize; ++i) p[i] = static_cast<uint8_t>(i * 7);
             uint64_t addrs[2] = {reinterpret_cast<uint64_t>(p), 0};
+            int uffd = -1;
             if (with_trap) {
                 void* t = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                const int uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+                uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
                 uffdio_api api{};
                 api.api = UFFD_API;
                 uffdio_register reg{};
@@ -60,9 +63,19 @@ struct Child {
                     addrs[1] = reinterpret_cast<uint64_t>(t);
             }
             (void)!write(up[1], addrs, sizeof addrs);
-            char c;
-            (void)!read(down[0], &c, 1);  // until the parent closes its end
-            _exit(0);
+            for (;;) {  // until the parent closes its end
+                pollfd fds[2] = {{down[0], POLLIN, 0}, {serve_us > 0 ? uffd : -1, POLLIN, 0}};
+                if (poll(fds, 2, -1) < 0) continue;
+                if (fds[0].revents) _exit(0);
+                uffd_msg msg{};
+                if (fds[1].revents && read(uffd, &msg, sizeof msg) == sizeof msg && msg.event == UFFD_EVENT_PAGEFAULT) {
+                    usleep(static_cast<useconds_t>(serve_us));
+                    uffdio_zeropage z{};
+                    z.range.start = msg.arg.pagefault.address & ~uint64_t{4095};
+                    z.range.len = 4096;
+                    ioctl(uffd, UFFDIO_ZEROPAGE, &z);
+                }
+            }
         }
         close(up[1]);
         close(down[0]);
@@ -220,25 +233,42 @@ TEST_CASE("ODP worker: a stuck worker outlives its session and ends with the cli
 }
 
 TEST_CASE("ODP worker: the per-client budget bounds repeated waits") {
-    Child child(false);
+    if (geteuid() != 0) {
+        WARN("skipped: needs root");
+        return;
+    }
+    // A client that serves each fault after 5 ms, under the 10 ms wait: without the budget every
+    // access would hold the loop 5 ms.
+    Child child(true, 5000);
+    REQUIRE(child.trap != 0);
     auto notifier = std::make_shared<OdpNotifier>();
     OdpWaitLimits limits;
+    limits.wait_ns = 10'000'000;
     limits.free_ns = 0;
-    limits.budget_ns = 0;  // no waiting at all: every access Pending at once, the worker still copies
+    limits.budget_ns = 12'000'000;
     limits.refill_per_mille = 0;
     auto m = ProcessMemory::open(child.id(), notifier, limits);
     REQUIRE(m);
-    std::vector<uint8_t> buf(256);
-    const uint64_t before = odp_worker_totals().budget_pending;
-    CHECK(m->read(child.plain, buf) == OdpResult::Pending);
-    CHECK(odp_worker_totals().budget_pending == before + 1);
-    CHECK(eventually([&] { return notifier->take(); }));  // done: the loop hears, the retry may go
-    CHECK_FALSE(m->busy());
-    // The same access asked again takes the finished copy's result, without a wait.
-    std::vector<uint8_t> again(256);
-    CHECK(m->read(child.plain, again) == OdpResult::Done);
-    for (size_t i = 0; i < again.size(); ++i) REQUIRE(again[i] == static_cast<uint8_t>(i * 7));
-    // Another access with the budget spent: Pending again (and the worker copies it).
-    CHECK(m->read(child.plain + 4096, again) == OdpResult::Pending);
-    CHECK(odp_worker_totals().budget_pending == before + 2);
+    const uint64_t budget_before = odp_worker_totals().budget_pending;
+    std::vector<uint8_t> buf(64);
+    double held_ms = 0;
+    int done = 0, pending = 0;
+    for (int page = 0; page < 10; ++page) {
+        REQUIRE(eventually([&] { return !m->busy(); }));
+        const auto t0 = Clock::now();
+        const OdpResult r = m->read(child.trap + page * 4096, buf);
+        held_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        (r == OdpResult::Done ? done : pending) += 1;
+        if (r == OdpResult::Pending) {
+            // Asked again once the worker is done: the finished copy's result, at once.
+            REQUIRE(eventually([&] { return !m->busy(); }));
+            CHECK(m->read(child.trap + page * 4096, buf) == OdpResult::Done);
+        }
+    }
+    // Two faults fit the 12 ms budget, a third is cut short by it, the rest wait not at all.
+    CHECK(done <= 3);
+    CHECK(pending >= 7);
+    CHECK(held_ms < 12.0 + 5.0);  // the budget, and slack for a loaded machine
+    CHECK(odp_worker_totals().budget_pending >= budget_before + 7);
+    (void)notifier->take();
 }
