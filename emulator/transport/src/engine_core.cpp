@@ -38,6 +38,7 @@ EngineCore::EngineCore(EngineConfig c)
     pending_cnps.reserve(config.limits.max_qp);
     pause_parked.reserve(config.limits.max_qp);  // a QP is parked at most once
     odp_parked.reserve(config.limits.max_qp);    // likewise
+    odp_timed_out_qps.reserve(64);  // the daemon takes them every turn
     updated_cqs.reserve(config.limits.max_cq);
 }
 
