@@ -291,6 +291,33 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
         REQUIRE(t.a.e().query_qp(t.a.qpn, qa) == 0);
         CHECK(qa.qp_state == QpState::Err);
     }
+    SECTION("a stuck gather behind a sent message: that one is acknowledged, the stuck one fails") {
+        auto lmr = t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
+        REQUIRE(lmr);
+        SendWr first = make_wr(WrOpcode::RdmaWrite, 5, {{t.a.addr(), 100, t.a.mr.lkey}});
+        first.remote_addr = t.b.addr();
+        first.rkey = t.b.mr.rkey;
+        SendWr second = make_wr(WrOpcode::RdmaWrite, 6, {{owner.base, 100, lmr->lkey}});
+        second.remote_addr = t.b.addr(4096);
+        second.rkey = t.b.mr.rkey;
+        REQUIRE(t.a.e().post_send(t.a.qpn, first) == 0);
+        REQUIRE(t.a.e().post_send(t.a.qpn, second) == 0);
+        // The first completes before the bound (its ACK is asked for although the second was
+        // queued behind it), the second at the bound.
+        auto sc = t.wait_cq(t.a, t.a.send_cq, 1, kBound / 2);
+        const auto* qc = t.a.e().qp_counters(t.a.qpn);
+        INFO("tx " << qc->tx_packets << " acks " << qc->acks_received << " retransmits " << qc->retransmits
+                   << " b acks sent " << t.b.e().qp_counters(t.b.qpn)->acks_sent << " dup "
+                   << t.b.e().qp_counters(t.b.qpn)->duplicate_requests);
+        REQUIRE(sc.size() == 1);
+        CHECK(sc[0].wr_id == 5);
+        CHECK(sc[0].status == WcStatus::Success);
+        sc = t.wait_cq(t.a, t.a.send_cq, 1, 2 * kBound);
+        REQUIRE(sc.size() == 1);
+        CHECK(sc[0].wr_id == 6);
+        CHECK(sc[0].status == WcStatus::LocProtErr);
+        CHECK(t.a.e().qp_counters(t.a.qpn)->local_ack_timeout_err == 0);
+    }
     SECTION("READ landing: local protection error") {
         auto lmr = t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
         REQUIRE(lmr);
