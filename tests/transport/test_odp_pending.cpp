@@ -4,7 +4,6 @@
 // response whose landing waits, asking again on resume; each completes once the backend says
 // Done, and past the time bound the QP goes to error with the error a bad address gives.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "engine_fixture.hpp"
@@ -249,7 +248,8 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
     std::vector<uint32_t> timed_out;
 
     SECTION("responder WRITE: remote access error") {
-        auto odp = t.b.e().reg_mr_odp(t.b.pd, owner.base, owner.memory.size(), owner.base, 0xF | kOnDemand, &owner, false);
+        auto odp =
+            t.b.e().reg_mr_odp(t.b.pd, owner.base, owner.memory.size(), owner.base, 0xF | kOnDemand, &owner, false);
         REQUIRE(odp);
         SendWr w = make_wr(WrOpcode::RdmaWrite, 1, {{t.a.addr(), 100, t.a.mr.lkey}});
         w.remote_addr = owner.base;
@@ -266,7 +266,8 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
         CHECK(timed_out == std::vector<uint32_t>{t.b.qpn});
     }
     SECTION("responder READ: remote access error") {
-        auto odp = t.b.e().reg_mr_odp(t.b.pd, owner.base, owner.memory.size(), owner.base, 0xF | kOnDemand, &owner, false);
+        auto odp =
+            t.b.e().reg_mr_odp(t.b.pd, owner.base, owner.memory.size(), owner.base, 0xF | kOnDemand, &owner, false);
         REQUIRE(odp);
         SendWr r = make_wr(WrOpcode::RdmaRead, 2, {{t.a.addr(), 100, t.a.mr.lkey}});
         r.remote_addr = owner.base;
@@ -278,7 +279,8 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
         CHECK(t.b.e().device_counters().odp_timeouts == 1);
     }
     SECTION("requester gather: local protection error") {
-        auto lmr = t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
+        auto lmr =
+            t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
         REQUIRE(lmr);
         REQUIRE(t.a.e().post_send(t.a.qpn, make_wr(WrOpcode::Send, 3, {{owner.base, 64, lmr->lkey}})) == 0);
         auto sc = t.wait_cq(t.a, t.a.send_cq, 1, 2 * kBound);
@@ -292,7 +294,8 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
         CHECK(qa.qp_state == QpState::Err);
     }
     SECTION("a stuck gather behind a sent message: that one is acknowledged, the stuck one fails") {
-        auto lmr = t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
+        auto lmr =
+            t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
         REQUIRE(lmr);
         SendWr first = make_wr(WrOpcode::RdmaWrite, 5, {{t.a.addr(), 100, t.a.mr.lkey}});
         first.remote_addr = t.b.addr();
@@ -319,7 +322,8 @@ TEST_CASE("ODP Pending past the time bound: the QP goes to error", "[engine][odp
         CHECK(t.a.e().qp_counters(t.a.qpn)->local_ack_timeout_err == 0);
     }
     SECTION("READ landing: local protection error") {
-        auto lmr = t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
+        auto lmr =
+            t.a.e().reg_mr_odp(t.a.pd, owner.base, owner.memory.size(), owner.base, 0x1 | kOnDemand, &owner, false);
         REQUIRE(lmr);
         SendWr r = make_wr(WrOpcode::RdmaRead, 4, {{owner.base, 3000, lmr->lkey}});
         r.remote_addr = t.b.addr();

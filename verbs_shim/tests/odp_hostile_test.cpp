@@ -7,17 +7,17 @@
 // same daemons. Then the process holds (its stuck workers alive) until the file named by
 // $ODP_HOSTILE_HOLD is gone, so the checker can see them reclaimed when it exits.
 #define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "rc_bring_up.hpp"

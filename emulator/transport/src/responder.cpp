@@ -573,7 +573,9 @@ Emit Responder::emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& s
     const Emit e = emit_frame(core_, sink, spec, len, [&](std::span<uint8_t> out) {
         if (!same_region) return SgeCopy::Failed;
         const mem::AccessError a = core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn);
-        return a == mem::AccessError::None ? SgeCopy::Ok : a == mem::AccessError::Pending ? SgeCopy::Pending : SgeCopy::Failed;
+        return a == mem::AccessError::None      ? SgeCopy::Ok
+               : a == mem::AccessError::Pending ? SgeCopy::Pending
+                                                : SgeCopy::Failed;
     });
     if (e == Emit::FillPending) {
         // The data is on a page of an on-demand region that is not there yet: the response is

@@ -4,8 +4,8 @@
 // the per-client budget bounds the waiting, the notifier tells the loop when the stuck copy ends
 // (the child's exit takes its userfaultfd away) and the worker thread is gone afterwards.
 #include <fcntl.h>
-#include <poll.h>
 #include <linux/userfaultfd.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -15,8 +15,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "peer_process.hpp"
@@ -46,7 +46,8 @@ struct Child {
         if (pid == 0) {
             close(up[0]);
             close(down[1]);
-            auto* p = static_cast<uint8_t*>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+            auto* p =
+                static_cast<uint8_t*>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
             for (size_t i = 0; i < kSize; ++i) p[i] = static_cast<uint8_t>(i * 7);
             uint64_t addrs[2] = {reinterpret_cast<uint64_t>(p), 0};
             int uffd = -1;
@@ -177,9 +178,9 @@ TEST_CASE("ODP worker: a fault nobody serves stalls only the worker") {
     REQUIRE(child.trap != 0);
     auto notifier = std::make_shared<OdpNotifier>();
     OdpWaitLimits limits;
-    limits.wait_ns = 2'000'000;      // 2 ms
-    limits.budget_ns = 5'000'000;    // 5 ms at once
-    limits.refill_per_mille = 10;    // 1% of the time
+    limits.wait_ns = 2'000'000;    // 2 ms
+    limits.budget_ns = 5'000'000;  // 5 ms at once
+    limits.refill_per_mille = 10;  // 1% of the time
     auto m = ProcessMemory::open(child.id(), notifier, limits);
     REQUIRE(m);
     std::vector<uint8_t> buf(4096);

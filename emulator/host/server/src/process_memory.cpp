@@ -71,8 +71,8 @@ bool pidfd_alive(int pidfd) noexcept {
 }  // namespace
 
 OdpWorkerTotals odp_worker_totals() noexcept {
-    return {g_totals.workers_alive.load(), g_totals.workers_stuck.load(), g_totals.copies.load(),
-            g_totals.waits_timed_out.load(), g_totals.busy_pending.load(), g_totals.budget_pending.load()};
+    return {g_totals.workers_alive.load(),   g_totals.workers_stuck.load(), g_totals.copies.load(),
+            g_totals.waits_timed_out.load(), g_totals.busy_pending.load(),  g_totals.budget_pending.load()};
 }
 
 // Shared by the ProcessMemory (poll thread) and its thread. One request slot: the poll thread
