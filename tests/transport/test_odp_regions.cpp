@@ -19,17 +19,23 @@ struct FakeOwner : rnic::mem::OdpBackend {
     std::vector<uint8_t> memory = std::vector<uint8_t>(64 * 1024);
     int calls = 0;
     bool in(uint64_t a, size_t n) const { return a >= base && a - base <= memory.size() && n <= memory.size() - (a - base); }
-    bool read(uint64_t a, std::span<uint8_t> d) noexcept override {
+    bool read_ok(uint64_t a, std::span<uint8_t> d) noexcept {
         ++calls;
         if (!in(a, d.size())) return false;
         std::memcpy(d.data(), memory.data() + (a - base), d.size());
         return true;
     }
-    bool write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+    bool write_ok(uint64_t a, std::span<const uint8_t> d) noexcept {
         ++calls;
         if (!in(a, d.size())) return false;
         std::memcpy(memory.data() + (a - base), d.data(), d.size());
         return true;
+    }
+    rnic::mem::OdpResult read(uint64_t a, std::span<uint8_t> d) noexcept override {
+        return read_ok(a, d) ? rnic::mem::OdpResult::Done : rnic::mem::OdpResult::Fault;
+    }
+    rnic::mem::OdpResult write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+        return write_ok(a, d) ? rnic::mem::OdpResult::Done : rnic::mem::OdpResult::Fault;
     }
 };
 

@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
         ec.caches = {.qpc = cache(opt.qpc_cache), .mpt = cache(opt.mpt_cache), .mtt = cache(opt.mtt_cache)};
         ec.congestion = opt.congestion;
         ec.port_rate_mbps = opt.port_rate_mbps;
+        ec.tuning.odp_timeout_ns = opt.odp_timeout_ms * 1'000'000;
         ec.dscp_priority = opt.dscp_priority;
         d.engine = std::make_unique<transport::Engine>(ec);
         d.dp = std::make_unique<daemon::Datapath>(*d.io, *d.engine, d.self, d.capture.get(), realtime_offset,

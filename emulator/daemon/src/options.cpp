@@ -63,6 +63,8 @@ const char* usage() {
            "  --dscp-prio DSCP=PRIO[,DSCP=PRIO...]  the 802.1p priority of a DSCP, for DCQCN's\n"
            "                    per-priority switches and PFC (default: DSCP >> 3); repeatable\n"
            "  --cache-miss-ns N processing time a cache miss costs (default 0: counted, not charged)\n"
+           "  --odp-timeout-ms N  an access to an on-demand (ODP) region pending this long (a page\n"
+           "                    fault the client never resolves) puts its QP in error (default 2000)\n"
            "  --rx-desc N, --tx-desc N  descriptors per port (64..16384, default 1024 each); the\n"
            "                    mbuf pool holds them all, two bursts and the cache\n"
            "  --name NAME       device name (default rnic<port index>)\n"
@@ -226,7 +228,8 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
             a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
-            a == "--cm-keepalive" || a == "--cc" || a == "--port-rate" || a == "--dscp-prio";
+            a == "--cm-keepalive" || a == "--cc" || a == "--port-rate" || a == "--dscp-prio" ||
+            a == "--odp-timeout-ms";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -305,6 +308,9 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             uint64_t n = 0;
             if (!parse_u64(v, n) || n < 1 || n > 1'000'000) return U{"--port-rate wants 1..1000000 Mb/s, got '" + v + "'"};
             o.port_rate_mbps = static_cast<uint32_t>(n);
+        } else if (a == "--odp-timeout-ms") {
+            if (!parse_u64(v, o.odp_timeout_ms) || o.odp_timeout_ms < 1 || o.odp_timeout_ms > 3'600'000)
+                return U{"--odp-timeout-ms wants 1..3600000, got '" + v + "'"};
         } else if (a == "--cache-miss-ns") {
             if (!parse_u64(v, o.cache_miss_ns) || o.cache_miss_ns > 1'000'000)
                 return U{"--cache-miss-ns wants 0..1000000, got '" + v + "'"};

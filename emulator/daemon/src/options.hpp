@@ -74,6 +74,8 @@ struct Options {
     // that is recovery's ceiling and the pacer's reference.
     cc::DcqcnParams congestion;
     uint32_t port_rate_mbps = 10'000;
+    // --odp-timeout-ms: how long an on-demand access may stay pending before its QP goes to error.
+    uint64_t odp_timeout_ms = 2000;
     // --dscp-prio: each DSCP's 802.1p priority (DCQCN's per-priority switches, PFC).
     std::array<uint8_t, 64> dscp_priority = transport::class_selector_priorities();
     CacheOption qpc_cache = kDefaultQpcCache;

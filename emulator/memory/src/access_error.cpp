@@ -20,6 +20,8 @@ std::string_view access_error_name(AccessError error) noexcept {
             return "fault";
         case AccessError::QpMismatch:
             return "qp_mismatch";
+        case AccessError::Pending:
+            return "pending";
     }
     return "unknown";
 }

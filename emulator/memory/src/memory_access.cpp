@@ -105,7 +105,7 @@ AccessError MemoryTable::lookup_window(uint32_t key, uint32_t pd, uint64_t& va, 
 }
 
 AccessError MemoryTable::count(AccessError error, bool remote) noexcept {
-    if (error != AccessError::None) {
+    if (error != AccessError::None && error != AccessError::Pending) {
         auto& errors = remote ? counters_.remote_access_errors : counters_.local_access_errors;
         ++errors[static_cast<std::size_t>(error)];
     }
@@ -220,8 +220,13 @@ AccessError MemoryTable::odp_copy(const MptEntry& e, uint64_t va, std::span<cons
                                    std::span<uint8_t> out, bool remote) {
     const uint64_t address = e.host_address + (va - e.iova);
     ++counters_.odp_accesses;
-    const bool ok = in.empty() ? e.odp->read(address, out) : e.odp->write(address, in);
-    if (!ok) {
+    const OdpResult r = in.empty() ? e.odp->read(address, out) : e.odp->write(address, in);
+    if (r == OdpResult::Pending) {
+        // The caller parks or NAKs and asks again; nothing is known about the bytes yet.
+        ++counters_.odp_pending;
+        return AccessError::Pending;
+    }
+    if (r != OdpResult::Done) {
         ++counters_.odp_faults;
         return count(AccessError::Fault, remote);
     }

@@ -53,6 +53,7 @@ CounterList MemoryTable::counters() const {
         {"odp_accesses", counters_.odp_accesses},
         {"odp_bytes", counters_.odp_bytes},
         {"odp_faults", counters_.odp_faults},
+        {"odp_pending", counters_.odp_pending},
     };
     for (std::size_t kind = 1; kind < kAccessErrorKinds; ++kind) {
         list.emplace_back(kLocalErrorNames[kind], counters_.local_access_errors[kind]);

@@ -99,6 +99,9 @@ void Completer::on_response(QueuePair& qp, const RoceFrame& f) {
     if (!qp.is_rc() || !(qp.state == QpState::Rts || qp.state == QpState::Sqd || qp.state == QpState::Sqe)) return;
     // Nothing outstanding, or a response for a PSN never sent: a ghost (IBA C9-176), dropped.
     if (qp.req.next_psn == qp.comp.una_psn || !psn_before(f.bth.psn, qp.req.next_psn)) return;
+    // A landing waits for an on-demand page: the responses behind the dropped one are dropped too
+    // (not seen as a gap to ask again for); the READ is asked for again on resume (odp_wait.cpp).
+    if (qp.odp.parked && qp.odp.waits(OdpSide::Landing) && f.info->kind != OpKind::Acknowledge) return;
     switch (f.info->kind) {
         case OpKind::Acknowledge:
             on_ack(qp, f);
@@ -215,10 +218,7 @@ void Completer::on_read_response(QueuePair& qp, const RoceFrame& f) {
         fail_at(qp, psn, WcStatus::BadRespErr);
         return;
     }
-    if (!place(qp, pos, offset, f.payload)) {
-        fail_at(qp, psn, WcStatus::LocProtErr);
-        return;
-    }
+    if (!place(qp, pos, psn, offset, f.payload)) return;
     w->read_bytes = offset + static_cast<uint32_t>(f.payload.size());
     c.una_psn = psn_add(psn, 1);
     if (last) {
@@ -245,10 +245,7 @@ void Completer::on_atomic_ack(QueuePair& qp, const RoceFrame& f) {
     const uint64_t original = f.ext.atomic_ack_eth->original;
     uint8_t bytes[8];
     std::memcpy(bytes, &original, 8);
-    if (!place(qp, pos, 0, bytes)) {
-        fail_at(qp, psn, WcStatus::LocProtErr);
-        return;
-    }
+    if (!place(qp, pos, psn, 0, bytes)) return;
     w->state = WqeState::Done;
     --qp.req.outstanding_rd_atomic;
     qp.comp.una_psn = psn_add(psn, 1);
@@ -256,8 +253,21 @@ void Completer::on_atomic_ack(QueuePair& qp, const RoceFrame& f) {
     progress(qp);
 }
 
-bool Completer::place(QueuePair& qp, uint32_t pos, uint32_t offset, std::span<const uint8_t> data) {
-    return scatter_to_sges(*core_.memory, qp.init.pd, qp.sq.sges(pos), offset, data);
+bool Completer::place(QueuePair& qp, uint32_t pos, uint32_t psn, uint32_t offset, std::span<const uint8_t> data) {
+    const SgeCopy r = scatter_to_sges(*core_.memory, qp.init.pd, qp.sq.sges(pos), offset, data);
+    if (r == SgeCopy::Ok) {
+        core_.odp_done(qp, OdpSide::Landing);
+        return true;
+    }
+    // An on-demand page of the local buffer is not there yet: the response is dropped (not
+    // consumed, una_psn stays) and the QP parked; on resume the READ is asked for again from
+    // this PSN (an atomic is answered again from the responder's saved result, C9-140).
+    if (r == SgeCopy::Pending && core_.odp_wait(qp, OdpSide::Landing)) {
+        core_.odp_park(qp);
+        return false;
+    }
+    fail_at(qp, psn, WcStatus::LocProtErr);
+    return false;
 }
 
 void Completer::retry(QueuePair& qp, uint32_t psn, WcStatus exhausted) {
@@ -272,6 +282,12 @@ void Completer::retry(QueuePair& qp, uint32_t psn, WcStatus exhausted) {
 
 void Completer::on_timeout(QueuePair& qp) {
     if (qp.comp.una_psn == qp.req.next_psn || !qp.is_rc()) return;
+    // Waiting for our own memory is no loss: the READ is asked for again on resume, and the
+    // wait has its own bound (odp_wait.cpp). Not charged to retry_cnt.
+    if (qp.odp.parked && qp.odp.waits(OdpSide::Landing)) {
+        arm_timer(qp);
+        return;
+    }
     ++qp.counters.local_ack_timeout_err;
     retry(qp, qp.comp.una_psn, WcStatus::RetryExcErr);
 }

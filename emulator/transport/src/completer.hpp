@@ -27,6 +27,8 @@ public:
     void retire(QueuePair& qp);
     // The head-most failed WQE completes with its error; the QP enters the error state.
     void fail(QueuePair& qp);
+    // The WQE holding `psn` fails with `status`; then fail().
+    void fail_at(QueuePair& qp, uint32_t psn, WcStatus status);
 
 private:
     void on_ack(QueuePair& qp, const wire::RoceFrame& f);
@@ -44,8 +46,9 @@ private:
     void advance_ack_cursor(QueuePair& qp) noexcept;
     void progress(QueuePair& qp);
     void retry(QueuePair& qp, uint32_t psn, WcStatus exhausted);
-    void fail_at(QueuePair& qp, uint32_t psn, WcStatus status);
-    bool place(QueuePair& qp, uint32_t pos, uint32_t offset, std::span<const uint8_t> data);
+    // Lands a READ response's data or an atomic's original value in the WQE's SGEs. False: the
+    // response is not consumed (failed: the QP is in error; or parked on an on-demand page).
+    bool place(QueuePair& qp, uint32_t pos, uint32_t psn, uint32_t offset, std::span<const uint8_t> data);
 
     EngineCore& core_;
 };

@@ -283,6 +283,8 @@ Result<QpInfo> Engine::create_qp(const QpInitAttr& a) noexcept try {
     raw->comp.retransmit.owner = raw->comp.rnr.owner = qpn;
     raw->comp.retransmit.kind = static_cast<uint8_t>(TimerKind::Retransmit);
     raw->comp.rnr.kind = static_cast<uint8_t>(TimerKind::Rnr);
+    raw->odp.bound.owner = qpn;
+    raw->odp.bound.kind = static_cast<uint8_t>(TimerKind::OdpBound);
     raw->cc.emplace(c.config.congestion, c.config.port_rate_mbps);
     c.init_congestion_timers(*raw);
     ++pd->users;
@@ -395,6 +397,7 @@ int Engine::destroy_qp(uint32_t qpn) noexcept try {
     if (qp->resp.recv.active && qp->resp.recv.from_srq) c.give_back_recv(*qp);
     c.cancel(qp->comp.retransmit);
     c.cancel(qp->comp.rnr);
+    c.cancel(qp->odp.bound);
     c.cancel_congestion_timers(*qp);
     c.release_qp_references(*qp);
     c.memory->forget_qp(qpn);  // its type 2 windows stay bound, to nobody (as in rxe)

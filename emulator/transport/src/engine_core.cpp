@@ -33,10 +33,12 @@ EngineCore::EngineCore(EngineConfig c)
       srqs(config.limits.max_srq, 1, kHandleBits, kSrqTag),
       ahs(config.limits.max_ah, 1, kHandleBits, kAhTag),
       qps(config.limits.max_qp, config.first_qpn, kQpnBits, 0),
-      timers(4 * size_t{config.limits.max_qp}) {
+      timers(5 * size_t{config.limits.max_qp}) {
     ready.reserve(config.limits.max_qp);
     pending_cnps.reserve(config.limits.max_qp);
     pause_parked.reserve(config.limits.max_qp);  // a QP is parked at most once
+    odp_parked.reserve(config.limits.max_qp);    // likewise
+    odp_timed_out_qps.reserve(64);  // the daemon takes them every turn
     updated_cqs.reserve(config.limits.max_cq);
 }
 
@@ -52,6 +54,7 @@ void EngineCore::reset_qp(QueuePair& qp) {
     if (qp.resp.recv.active && qp.resp.recv.from_srq) give_back_recv(qp);
     cancel(qp.comp.retransmit);
     cancel(qp.comp.rnr);
+    odp_clear_all(qp);
     cancel_congestion_timers(qp);
     qp.cc.emplace(config.congestion, config.port_rate_mbps);
     init_congestion_timers(qp);
@@ -155,6 +158,8 @@ void EngineCore::move_to_error(QueuePair& qp, bool keep_responses) {
     if (qp.state == QpState::Err) return;
     qp.state = QpState::Err;
     qp.attr.qp_state = QpState::Err;
+    // Nothing waits for an on-demand page any more: no bound to enforce, nothing to re-request.
+    odp_clear_all(qp);
     flush_queues(qp, keep_responses);
 }
 

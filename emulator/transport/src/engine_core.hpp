@@ -114,6 +114,25 @@ public:
     uint64_t paused_mask_until = 0;  // the latest of paused_until: a cheap "none paused" test
     std::vector<uint32_t> pause_parked;  // QPNs waiting for their priority
 
+    // ---- on-demand accesses that came back Pending (odp_wait.cpp) ----
+    // An access of `side` is Pending: true while it is within the time bound (the caller parks
+    // or NAKs and tries again), false once the bound has passed (the caller fails it).
+    bool odp_wait(QueuePair& qp, OdpSide side);
+    // The access of `side` went through: it no longer waits. One test of a byte when none waits.
+    void odp_done(QueuePair& qp, OdpSide side) {
+        if (qp.odp.waiting != 0 && qp.odp.waits(side)) odp_clear(qp, side);
+    }
+    void odp_clear(QueuePair& qp, OdpSide side);
+    void odp_clear_all(QueuePair& qp) noexcept;
+    // Off the ready list until the backend has news (Engine::odp_resume) or the bound's timer.
+    void odp_park(QueuePair& qp);
+    void odp_unpark(QueuePair& qp);
+    void odp_arm_bound(QueuePair& qp);
+    void on_odp_timer(QueuePair& qp);
+    void odp_timed_out(QueuePair& qp, OdpSide side);
+    std::vector<uint32_t> odp_parked;     // QPNs, each at most once (QueuePair::odp.parked)
+    std::vector<uint32_t> odp_timed_out_qps;  // for Engine::take_odp_timeouts
+
     EngineConfig config;
     std::unique_ptr<mem::MemoryTable> memory;
     std::unique_ptr<mem::CacheModel> qpc_cache;

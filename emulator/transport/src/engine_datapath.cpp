@@ -252,6 +252,8 @@ void Engine::advance(uint64_t now_ns) noexcept {
                 c.completer.on_rnr_timer(*qp);
             else if (kind == TimerKind::Retransmit)
                 c.completer.on_timeout(*qp);
+            else if (kind == TimerKind::OdpBound)
+                c.on_odp_timer(*qp);
             else
                 c.on_congestion_timer(*qp, kind);
         }

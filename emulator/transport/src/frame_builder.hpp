@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "engine_core.hpp"
 #include "queue_pair.hpp"
 #include "rnic/wire/builder.hpp"
 #include "rnic/wire/source_port.hpp"
+#include "sge_copy.hpp"
 
 namespace rnic::transport {
 
@@ -40,11 +42,13 @@ enum class Emit : uint8_t {
     Sent,
     NoRoom,      // the sink is full: try again on a later turn (EngineCore::tx_full is set)
     FillFailed,  // `fill` refused (a key or bounds error while gathering): nothing was sent
+    FillPending,  // `fill` said Pending (an on-demand page not there yet): nothing was sent, try later
     Invalid,     // the spec cannot be built (a bug or an impossible path): nothing was sent
 };
 
 // Builds `spec` with `payload_length` bytes that `fill(span)` writes in place (returning false
-// to abandon the frame); an allocation that is not committed is reused by the sink.
+// or SgeCopy::Failed/Pending to abandon the frame); an allocation that is not committed is
+// reused by the sink.
 template <class Fill>
 Emit emit_frame(EngineCore& core, FrameSink& sink, const wire::FrameSpec& spec, size_t payload_length, Fill&& fill) {
     auto frame = wire::plan_frame(spec, payload_length);
@@ -55,7 +59,15 @@ Emit emit_frame(EngineCore& core, FrameSink& sink, const wire::FrameSpec& spec, 
         return Emit::NoRoom;
     }
     wire::begin_frame(spec, *frame, out);
-    if (payload_length && !fill(out.subspan(frame->payload_offset, payload_length))) return Emit::FillFailed;
+    if (payload_length) {
+        const auto filled = fill(out.subspan(frame->payload_offset, payload_length));
+        if constexpr (std::is_same_v<std::decay_t<decltype(filled)>, bool>) {
+            if (!filled) return Emit::FillFailed;
+        } else {
+            if (filled == SgeCopy::Pending) return Emit::FillPending;
+            if (filled != SgeCopy::Ok) return Emit::FillFailed;
+        }
+    }
     sink.commit(wire::finish_frame(*frame, out));
     return Emit::Sent;
 }

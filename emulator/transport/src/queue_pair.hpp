@@ -3,6 +3,7 @@
 // completer's acknowledgement state and timers, and the responder's sequence and receive state.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -105,7 +106,27 @@ struct ResponderState {
     uint32_t queued_reads = 0;  // new (not replayed) READ responses in `responses`
 };
 
-enum class TimerKind : uint8_t { Retransmit = 0, Rnr = 1, CongestionRate = 2, Pacing = 3 };
+enum class TimerKind : uint8_t { Retransmit = 0, Rnr = 1, CongestionRate = 2, Pacing = 3, OdpBound = 4 };
+
+// Accesses to on-demand regions that came back Pending (odp_wait.cpp, docs/host_interface.md):
+// since when each side waits, whether the QP is parked until the backend has news, and the
+// timer of the time bound after which the access fails.
+// Each kind of access waits on its own: one going through says nothing of another.
+enum class OdpSide : uint8_t {
+    Gather,        // the requester's payload from a local SGE (packet not sent)
+    Landing,       // a READ response or atomic result into a local SGE (response dropped)
+    ReadResponse,  // the responder's READ data (response held)
+    Incoming,      // WRITE/SEND data into memory (RNR NAK, the requester retries)
+};
+inline constexpr size_t kOdpSides = 4;
+
+struct OdpWait {
+    uint8_t waiting = 0;  // bit per OdpSide
+    bool parked = false;  // on EngineCore::odp_parked
+    std::array<uint64_t, kOdpSides> since{};
+    Timer bound;
+    bool waits(OdpSide s) const noexcept { return (waiting >> static_cast<unsigned>(s)) & 1u; }
+};
 
 struct QueuePair {
     uint32_t qpn = 0;
@@ -121,6 +142,7 @@ struct QueuePair {
 
     bool in_ready = false;  // on the engine's ready list
     bool pause_parked = false;  // waiting for its priority's PFC/PAUSE to end (pause_path.cpp)
+    OdpWait odp;
     std::optional<QpCongestion> cc;  // emplaced at creation
     QpCounters counters;
 

@@ -154,6 +154,8 @@ uint8_t Requester::opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pk
 bool Requester::coalesced_ack_request(const QueuePair& qp, uint32_t pos) const noexcept {
     const uint32_t limit = core_.config.tuning.ack_request_coalesce;
     if (limit <= 1 || qp.req.packets_without_ack_request + 1 >= limit) return false;
+    // The next message's payload waits for an on-demand page: it may not go out soon.
+    if (qp.odp.waiting != 0 && qp.odp.waits(OdpSide::Gather)) return false;
     if (qp.state != QpState::Rts || pos + 1 == qp.sq.tail()) return false;
     if (psn_distance(qp.comp.una_psn, qp.req.next_psn) >= core_.config.tuning.max_inflight_packets / 2) return false;
     const SendWqe& next = qp.sq.at(pos + 1);
@@ -208,17 +210,16 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
         const uint32_t interval = core_.config.tuning.ack_request_interval;
         spec.bth.ack_req = (info.ends_message() && !coalesced_ack_request(qp, pos)) || wr.read_or_atomic() ||
                            (interval != 0 && (pkt + 1) % interval == 0);
-        qp.req.packets_without_ack_request = spec.bth.ack_req ? 0 : qp.req.packets_without_ack_request + 1;
     }
     const bool inl = w.send_flags & SendFlag::Inline;
     const Emit e = emit_frame(core_, sink, spec, payload, [&](std::span<uint8_t> out) {
         if (wr.kind == WrClass::AtomicWrite && !inl && w.num_sge == 0) {
             std::memcpy(out.data(), &w.compare_add, 8);  // ibv_wr_atomic_write's bytes, as given
-            return true;
+            return SgeCopy::Ok;
         }
         if (inl) {
             std::memcpy(out.data(), qp.sq.inline_data(pos).data() + offset, out.size());
-            return true;
+            return SgeCopy::Ok;
         }
         return gather_from_sges(*core_.memory, qp.init.pd, qp.sq.sges(pos), offset, out);
     });
@@ -227,11 +228,16 @@ Requester::Sent Requester::send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, 
             break;
         case Emit::NoRoom:
             return Sent::NoRoom;
+        case Emit::FillPending:
+            return Sent::Pending;
         case Emit::FillFailed:
         case Emit::Invalid:
             w.fail(WcStatus::LocProtErr);
             return Sent::Failed;
     }
+    // Counted once the packet is out: one held back (no room, an on-demand page not there yet)
+    // asked for nothing yet.
+    if (qp.is_rc()) qp.req.packets_without_ack_request = spec.bth.ack_req ? 0 : qp.req.packets_without_ack_request + 1;
     ++qp.counters.tx_packets;
     qp.counters.tx_bytes += payload;
     return Sent::Yes;
@@ -264,6 +270,23 @@ size_t Requester::emit(QueuePair& qp, FrameSink& sink, size_t budget) {
         const bool resend = rq.sent_any && psn_before_or_equal(psn, rq.highest_sent_psn);
         const Sent result = send_packet(qp, w, pos, sink);
         if (result == Sent::NoRoom) break;
+        if (result == Sent::Pending) {
+            // An on-demand page of the payload is not there yet: nothing is sent, the QP waits
+            // off the ready list (odp_wait.cpp); past the time bound, a local protection error.
+            const bool new_wait = !qp.odp.waits(OdpSide::Gather);
+            if (core_.odp_wait(qp, OdpSide::Gather)) {
+                core_.odp_park(qp);
+                // The message before may have left its ACK request to this one: ask again for
+                // it now (coalesced_ack_request does not while this wait lasts), so it is
+                // acknowledged instead of timing out behind a page fault.
+                if (new_wait) ask_again(qp);
+            } else {
+                w.fail(WcStatus::LocProtErr);
+                core_.completer.fail(qp);
+            }
+            break;
+        }
+        core_.odp_done(qp, OdpSide::Gather);
         if (result == Sent::Failed) {
             core_.completer.fail(qp);
             break;

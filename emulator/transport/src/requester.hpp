@@ -33,7 +33,7 @@ private:
     enum class Step { Started, Skip, Blocked, Failed };
     Step start_wqe(QueuePair& qp, SendWqe& w, uint32_t pos);
     Step local_operation(QueuePair& qp, SendWqe& w);
-    enum class Sent { Yes, NoRoom, Failed };
+    enum class Sent { Yes, NoRoom, Failed, Pending };
     Sent send_packet(QueuePair& qp, SendWqe& w, uint32_t pos, FrameSink& sink);
     bool coalesced_ack_request(const QueuePair& qp, uint32_t pos) const noexcept;
     uint8_t opcode_for(const QueuePair& qp, const SendWqe& w, uint32_t pkt) const noexcept;

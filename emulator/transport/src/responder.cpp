@@ -28,6 +28,16 @@ uint8_t ack_syndrome() {
     return AethSyndrome::ack(kCreditsInvalid).encode();
 }
 
+// The RNR NAK of an on-demand page that is not there yet: a copy that outlasted the backend's
+// wait (about a millisecond) or waits behind one rarely ends within the 10 us a QP's
+// min_rnr_timer often asks for, so the requester is told to wait at least 0.32 ms (IBA table
+// 45, code 10): fewer useless retries while the page fault lasts. Code 0 is the longest
+// (655.36 ms) and stays.
+uint8_t odp_rnr_timer(uint8_t min_rnr_timer) {
+    constexpr uint8_t kOdpFloor = 10;
+    return min_rnr_timer != 0 && min_rnr_timer < kOdpFloor ? kOdpFloor : min_rnr_timer;
+}
+
 bool is_read_or_atomic(OpKind k) {
     return k == OpKind::RdmaReadRequest || k == OpKind::CompareSwap || k == OpKind::FetchAdd ||
            k == OpKind::AtomicWrite || k == OpKind::Flush;
@@ -76,7 +86,20 @@ void Responder::on_rc_request(QueuePair& qp, const RoceFrame& f) {
         return;
     }
     r.nak_sent = false;
-    const Outcome o = execute(qp, f);
+    Outcome o = execute(qp, f);
+    if (o == Outcome::Pending) {
+        // An ODP page fault at the responder: RNR NAK, as mlx5 answers one; the requester sends
+        // the packet again after its RNR timer. Past the time bound: remote access error.
+        if (core_.odp_wait(qp, OdpSide::Incoming)) {
+            ++core_.counters.odp_rnr_naks;
+            ++qp.counters.rnr_naks_sent;
+            queue_ack(qp, f.bth.psn, AethSyndrome::rnr_nak(odp_rnr_timer(qp.attr.min_rnr_timer)).encode());
+            return;
+        }
+        o = Outcome::AccessError;
+    } else if (o == Outcome::Done) {
+        core_.odp_done(qp, OdpSide::Incoming);
+    }
     switch (o) {
         case Outcome::Done:
             if (is_read_or_atomic(f.info->kind)) return;  // do_read/do_atomic advanced the PSN and queued the response
@@ -222,7 +245,12 @@ Responder::Outcome Responder::do_send(QueuePair& qp, const RoceFrame& f) {
         return Outcome::InvalidRequest;  // a middle or last packet with no message started
     }
     if (r.recv_offset + f.payload.size() > core_.claimed_recv(qp).capacity()) return Outcome::LengthError;
-    if (!scatter(qp, r.recv_offset, f.payload)) return Outcome::AccessError;
+    if (const SgeCopy c = scatter(qp, r.recv_offset, f.payload); c != SgeCopy::Ok) {
+        if (c == SgeCopy::Failed) return Outcome::AccessError;
+        // The packet comes again: a first packet claims its WQE again then.
+        if (info.starts_message()) core_.give_back_recv(qp);
+        return Outcome::Pending;
+    }
     r.recv_offset += static_cast<uint32_t>(f.payload.size());
     r.expected_segment = info.ends_message() ? kExpectStart : kInSend;
     if (!info.ends_message()) return Outcome::Done;
@@ -264,11 +292,12 @@ Responder::Outcome Responder::do_write(QueuePair& qp, const RoceFrame& f) {
     // of this packet finds memory as it was.
     const bool with_imm = f.ext.immdt.has_value();
     if (with_imm && !core_.claim_recv(qp)) return Outcome::Rnr;
-    if (!f.payload.empty() &&
-        core_.memory->copy_in(r.write_rkey, qp.init.pd, r.write_va, f.payload, true, qp.qpn) !=
-            mem::AccessError::None) {
-        if (with_imm) core_.give_back_recv(qp);
-        return Outcome::AccessError;
+    if (!f.payload.empty()) {
+        const mem::AccessError e = core_.memory->copy_in(r.write_rkey, qp.init.pd, r.write_va, f.payload, true, qp.qpn);
+        if (e != mem::AccessError::None) {
+            if (with_imm) core_.give_back_recv(qp);
+            return e == mem::AccessError::Pending ? Outcome::Pending : Outcome::AccessError;
+        }
     }
     r.write_va += f.payload.size();
     r.write_remaining -= static_cast<uint32_t>(f.payload.size());
@@ -357,7 +386,8 @@ void Responder::on_uc_request(QueuePair& qp, const RoceFrame& f) {
     }
     const Outcome o = execute(qp, f);
     if (o == Outcome::Done) return;
-    // No receive WQE, a bad rkey or a malformed message: the message is silently dropped.
+    // No receive WQE, a bad rkey, an on-demand page not there yet (UC has no RNR NAK) or a
+    // malformed message: the message is silently dropped.
     if (o == Outcome::Rnr) ++qp.counters.out_of_buffer;
     if (o == Outcome::AccessError) ++qp.counters.remote_access_errors;
     if (o == Outcome::LengthError && r.recv.active)
@@ -395,7 +425,16 @@ void Responder::on_ud_request(QueuePair& qp, const RoceFrame& f, std::span<const
         complete_recv(qp, WcOpcode::Recv, 0, f, WcStatus::LocLenErr);
         return;
     }
-    if (!scatter(qp, 0, grh_) || !scatter(qp, kGrhSize, f.payload)) {
+    SgeCopy c = scatter(qp, 0, grh_);
+    if (c == SgeCopy::Ok) c = scatter(qp, kGrhSize, f.payload);
+    if (c == SgeCopy::Pending) {
+        // An on-demand page of the receive buffer is not there yet: dropped as for no WQE (UD
+        // has no RNR NAK); the WQE serves the next datagram.
+        ++qp.counters.out_of_buffer;
+        core_.give_back_recv(qp);
+        return;
+    }
+    if (c != SgeCopy::Ok) {
         complete_recv(qp, WcOpcode::Recv, 0, f, WcStatus::LocProtErr);
         return;
     }
@@ -404,7 +443,7 @@ void Responder::on_ud_request(QueuePair& qp, const RoceFrame& f, std::span<const
 
 // ---------------------------------------------------------------------------------------------
 
-bool Responder::scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data) {
+SgeCopy Responder::scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data) {
     return scatter_to_sges(*core_.memory, qp.init.pd, core_.claimed_recv(qp).sges, offset, data);
 }
 
@@ -481,7 +520,7 @@ size_t Responder::emit(QueuePair& qp, FrameSink& sink, size_t budget) {
         ResponseJob& job = responses.front();
         if (job.kind == ResponseJob::Kind::ReadResponse) {
             const Emit e = emit_read_response(qp, job, sink);
-            if (e == Emit::NoRoom) break;
+            if (e == Emit::NoRoom || e == Emit::FillPending) break;
             if (e != Emit::Sent) continue;  // the job became a NAK: it goes out next
             ++sent;
             if (job.length == 0 && job.first_sent) pop_response(qp);
@@ -532,10 +571,26 @@ Emit Responder::emit_read_response(QueuePair& qp, ResponseJob& job, FrameSink& s
     if (first) job.generation = generation;
     const bool same_region = generation == job.generation;
     const Emit e = emit_frame(core_, sink, spec, len, [&](std::span<uint8_t> out) {
-        return same_region &&
-               core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn) == mem::AccessError::None;
+        if (!same_region) return SgeCopy::Failed;
+        const mem::AccessError a = core_.memory->copy_out(job.rkey, qp.init.pd, job.va, out, true, qp.qpn);
+        return a == mem::AccessError::None      ? SgeCopy::Ok
+               : a == mem::AccessError::Pending ? SgeCopy::Pending
+                                                : SgeCopy::Failed;
     });
-    if (e == Emit::FillFailed || e == Emit::Invalid) {
+    if (e == Emit::FillPending) {
+        // The data is on a page of an on-demand region that is not there yet: the response is
+        // held (an RNR NAK is no answer to a READ, IBA 9.7.5.2.8: RNR NAKs are for requests that
+        // consume a receive WQE or write memory) and the QP waits off the ready list, as mlx5's
+        // responder waits for its page fault. The requester's ACK timer may ask again meanwhile:
+        // a duplicate READ replaces this job (on_duplicate). Past the bound: remote access error.
+        if (core_.odp_wait(qp, OdpSide::ReadResponse)) {
+            core_.odp_park(qp);
+            return e;
+        }
+    } else if (e == Emit::Sent) {
+        core_.odp_done(qp, OdpSide::ReadResponse);
+    }
+    if (e == Emit::FillFailed || e == Emit::Invalid || e == Emit::FillPending) {
         // The region went away between request and response: a remote access error.
         if (!job.replay) --qp.resp.queued_reads;
         job.replay = true;  // no longer counted as a READ in flight

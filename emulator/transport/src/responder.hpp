@@ -9,6 +9,7 @@
 #include <span>
 
 #include "queue_pair.hpp"
+#include "sge_copy.hpp"
 #include "rnic/common/frame_sink.hpp"
 #include "rnic/wire/packet.hpp"
 
@@ -27,7 +28,8 @@ public:
     bool has_work(const QueuePair& qp) const noexcept { return !qp.resp.responses.empty(); }
 
 private:
-    enum class Outcome { Done, Rnr, InvalidRequest, AccessError, LengthError, Drop };
+    // Pending: an on-demand page the data lands in is not there yet (odp_wait.cpp).
+    enum class Outcome { Done, Rnr, InvalidRequest, AccessError, LengthError, Drop, Pending };
 
     void on_rc_request(QueuePair& qp, const wire::RoceFrame& f);
     void on_uc_request(QueuePair& qp, const wire::RoceFrame& f);
@@ -42,7 +44,7 @@ private:
     Outcome do_atomic_write(QueuePair& qp, const wire::RoceFrame& f);
     Outcome do_flush(QueuePair& qp, const wire::RoceFrame& f);
     void answer_empty_read(QueuePair& qp, uint32_t psn, const ResponderResource& saved);
-    bool scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data);
+    SgeCopy scatter(QueuePair& qp, uint32_t offset, std::span<const uint8_t> data);
     // Completes the claimed receive WQE (which is used up).
     void complete_recv(QueuePair& qp, WcOpcode opcode, uint32_t byte_len, const wire::RoceFrame& f,
                        WcStatus status = WcStatus::Success);

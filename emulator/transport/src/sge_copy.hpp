@@ -11,13 +11,16 @@
 
 namespace rnic::transport {
 
-// Writes `data` into the SGEs starting `offset` bytes into them (needs LOCAL_WRITE). False on
-// a key error or when the SGEs end before the data does.
-bool scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
-                     std::span<const uint8_t> data);
+// Ok; Failed (a key error, or the SGEs end before the data does); Pending (an on-demand
+// region's page is not there yet: do the whole copy again later, see mem::OdpResult).
+enum class SgeCopy : uint8_t { Ok, Failed, Pending };
+
+// Writes `data` into the SGEs starting `offset` bytes into them (needs LOCAL_WRITE).
+SgeCopy scatter_to_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
+                        std::span<const uint8_t> data);
 
 // Reads `out.size()` bytes from the SGEs starting `offset` bytes into them.
-bool gather_from_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
-                      std::span<uint8_t> out);
+SgeCopy gather_from_sges(mem::MemoryTable& memory, uint32_t pd, std::span<const Sge> sges, uint64_t offset,
+                         std::span<uint8_t> out);
 
 }  // namespace rnic::transport

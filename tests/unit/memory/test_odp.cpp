@@ -25,17 +25,23 @@ struct FakeProcess : OdpBackend {
     bool reachable(uint64_t a, size_t n) const {
         return a >= base && a + n <= base + memory.size() && (a + n <= hole || a >= hole + 4096);
     }
-    bool read(uint64_t a, std::span<uint8_t> d) noexcept override {
+    bool read_ok(uint64_t a, std::span<uint8_t> d) noexcept {
         ++reads;
         if (!reachable(a, d.size())) return false;
         std::memcpy(d.data(), memory.data() + (a - base), d.size());
         return true;
     }
-    bool write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+    bool write_ok(uint64_t a, std::span<const uint8_t> d) noexcept {
         ++writes;
         if (!reachable(a, d.size())) return false;
         std::memcpy(memory.data() + (a - base), d.data(), d.size());
         return true;
+    }
+    OdpResult read(uint64_t a, std::span<uint8_t> d) noexcept override {
+        return read_ok(a, d) ? OdpResult::Done : OdpResult::Fault;
+    }
+    OdpResult write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+        return write_ok(a, d) ? OdpResult::Done : OdpResult::Fault;
     }
 };
 

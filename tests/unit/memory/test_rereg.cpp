@@ -42,15 +42,21 @@ uint64_t counter(const MemoryTable& table, std::string_view name) {
 struct Backend : OdpBackend {
     std::vector<uint8_t> memory = std::vector<uint8_t>(2 * kPageSize);
     uint64_t base = 0x7f0000000000ull;
-    bool read(uint64_t a, std::span<uint8_t> d) noexcept override {
+    bool read_ok(uint64_t a, std::span<uint8_t> d) noexcept {
         if (a < base || a + d.size() > base + memory.size()) return false;
         std::memcpy(d.data(), memory.data() + (a - base), d.size());
         return true;
     }
-    bool write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+    bool write_ok(uint64_t a, std::span<const uint8_t> d) noexcept {
         if (a < base || a + d.size() > base + memory.size()) return false;
         std::memcpy(memory.data() + (a - base), d.data(), d.size());
         return true;
+    }
+    OdpResult read(uint64_t a, std::span<uint8_t> d) noexcept override {
+        return read_ok(a, d) ? OdpResult::Done : OdpResult::Fault;
+    }
+    OdpResult write(uint64_t a, std::span<const uint8_t> d) noexcept override {
+        return write_ok(a, d) ? OdpResult::Done : OdpResult::Fault;
     }
 };
 

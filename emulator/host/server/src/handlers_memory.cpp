@@ -90,9 +90,9 @@ void HostService::Impl::on_reg_mr_odp(Request& rq, const RegMrRequest& req) {
 int HostService::Impl::open_process_memory(Session& s) {
     if (!s.peer_known) return EPERM;  // whose memory would it be?
     if (s.process_memory && s.process_memory->alive()) return 0;
-    s.process_memory = ProcessMemory::open(s.process);
+    s.process_memory = ProcessMemory::open(s.process, odp_notifier);
     if (s.process_memory) return 0;
-    const int err = errno == EPERM ? EPERM : ESRCH;
+    const int err = errno == EPERM || errno == EAGAIN ? errno : ESRCH;
     spdlog::info("session {}: ODP registration refused: pid {} not reachable ({})", s.id, s.process.pid, err);
     return err;
 }

@@ -33,6 +33,7 @@ HostService::Impl::Impl(boost::asio::io_context& io_context, transport::Engine& 
     pinned = config.pinned_pages ? config.pinned_pages : std::make_shared<PinnedPages>();
     path = config.run_dir + "/" + config.name + ".sock";
     start_cm();
+    start_odp();
 }
 
 HostService::Impl::~Impl() {
@@ -220,6 +221,7 @@ size_t HostService::poll(uint64_t now_ns) {
     work += m.deliver_completions();
     work += m.deliver_events();
     work += m.run_deferred();
+    work += m.poll_odp();
     return work;
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "host_queues.hpp"
+#include "odp_notifier.hpp"
 #include "ring_memory.hpp"
 #include "rnic/cm/cm_service.hpp"
 #include "rnic/common/ring_buffer.hpp"
@@ -86,6 +87,17 @@ struct HostService::Impl {
     bool nap_timer_armed = false;
     bool nap_done = false;
     bool woken = false;   // a control message or a kick: the loop has work
+
+    // ---- on-demand regions (odp_service.cpp) ----
+    // The ODP workers' news (a copy the loop stopped waiting for is done), and its eventfd as a
+    // wake-up of the loop (a dup: the workers own the notifier, which may outlive this service).
+    std::shared_ptr<OdpNotifier> odp_notifier = std::make_shared<OdpNotifier>();
+    std::optional<boost::asio::posix::stream_descriptor> odp_wake;
+    bool odp_wake_armed = false;
+    std::vector<uint32_t> odp_timeouts;
+    void start_odp();
+    void arm_odp_wake();
+    size_t poll_odp();
     bool kicked = false;  // some session's kick eventfd was written
     uint32_t kick_cpu = UINT32_MAX;  // the CPU the kick that ended the nap came from (the client's word)
 

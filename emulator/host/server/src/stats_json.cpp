@@ -10,6 +10,7 @@
 #include "rnic/congestion/dcqcn_params.hpp"
 #include "rnic/memory/memory_table.hpp"
 #include "rnic/wire/rdma_cm_header.hpp"
+#include "process_memory.hpp"
 #include "service_impl.hpp"
 
 namespace rnic::host::server {
@@ -123,6 +124,14 @@ void HostService::Impl::device_part(nlohmann::json& doc, std::optional<uint32_t>
         {"host_naps", c.naps},
     };
     for (const auto& [name, v] : own) counters_doc[name] = v;
+    // The ODP workers (process_memory.hpp): the daemon's, over all its devices.
+    const OdpWorkerTotals odp = odp_worker_totals();
+    counters_doc["host_odp_workers"] = odp.workers_alive;
+    counters_doc["host_odp_workers_stuck"] = odp.workers_stuck;
+    counters_doc["host_odp_copies"] = odp.copies;
+    counters_doc["host_odp_wait_timeouts"] = odp.waits_timed_out;
+    counters_doc["host_odp_busy_pending"] = odp.busy_pending;
+    counters_doc["host_odp_budget_pending"] = odp.budget_pending;
     if (extra_counters)
         for (const auto& [name, v] : extra_counters()) counters_doc[name] = v;
     doc["counters"] = counters_doc;

@@ -22,6 +22,9 @@ enum class AccessError : uint8_t {
     Misaligned,    // an atomic on an address that is not 8-byte aligned
     Fault,         // the pages behind the region are gone (a client shrank its file): SIGBUS, caught
     QpMismatch,    // a type 2 memory window used through another QP than the one it is bound to
+    // Not an error: an on-demand region's access is not done yet (OdpResult::Pending); ask again.
+    // Not counted among the refusals (kAccessErrorKinds stops before it).
+    Pending,
 };
 
 inline constexpr std::size_t kAccessErrorKinds = 8;

@@ -28,6 +28,7 @@ struct MemoryCounters {
     uint64_t odp_accesses = 0;
     uint64_t odp_bytes = 0;
     uint64_t odp_faults = 0;
+    uint64_t odp_pending = 0;  // accesses answered Pending (a fault not yet resolved, a busy owner)
     // Indexed by AccessError; [None] stays 0. Local: lkeys in SGEs. Remote: rkeys from the peer.
     std::array<uint64_t, kAccessErrorKinds> local_access_errors{};
     std::array<uint64_t, kAccessErrorKinds> remote_access_errors{};

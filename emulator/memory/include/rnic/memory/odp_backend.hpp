@@ -10,14 +10,21 @@
 
 namespace rnic::mem {
 
+// What became of an access. Pending: not done yet and nothing can be said about the bytes (a
+// page fault the owner's memory has not resolved within the backend's short wait, or the owner's
+// earlier access still waits): the caller must not use `data` (a read) and must ask again later
+// with the same arguments (a write may be stored once more then, as a retransmission would); the
+// backend tells its owner when asking again is worthwhile (in rnicd: the poll loop's wake-up).
+enum class OdpResult : uint8_t { Done, Fault, Pending };
+
 class OdpBackend {
 public:
     virtual ~OdpBackend() = default;
-    // Copy between `address` in the owner's address space and `data`. False: some byte could
+    // Copy between `address` in the owner's address space and `data`. Fault: some byte could
     // not be reached (unmapped, no permission, the owner is gone); a write may then have
-    // stored a prefix. Called on the data path: no exceptions.
-    virtual bool read(uint64_t address, std::span<uint8_t> data) noexcept = 0;
-    virtual bool write(uint64_t address, std::span<const uint8_t> data) noexcept = 0;
+    // stored a prefix. Called on the data path: no exceptions, and never blocking for long.
+    virtual OdpResult read(uint64_t address, std::span<uint8_t> data) noexcept = 0;
+    virtual OdpResult write(uint64_t address, std::span<const uint8_t> data) noexcept = 0;
 };
 
 }  // namespace rnic::mem

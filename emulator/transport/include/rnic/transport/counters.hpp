@@ -23,7 +23,7 @@ namespace rnic::transport {
         X(rx_bad_source) X(rx_bad_pkey) X(tx_frames) X(cq_overflows) X(async_events) X(qpc_cache_hits)   \
             X(qpc_cache_misses) X(qpc_cache_evictions) X(processing_ns) X(internal_errors)          \
                 X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)      \
-                    X(pause_requests) X(tx_pause_holds)
+                    X(pause_requests) X(tx_pause_holds) X(odp_waits) X(odp_rnr_naks) X(odp_timeouts)
 
 struct QpCounters {
     RNIC_COUNTER_MEMBERS(RNIC_QP_COUNTERS)

@@ -72,6 +72,9 @@ struct EngineTuning {
     uint32_t ack_request_coalesce = 16;
     uint32_t tx_burst = 32;                // frames one QP may emit per scheduling turn
     uint64_t per_packet_cost_ns = 0;       // processing time charged per packet (0: only cache misses)
+    // How long an access to an on-demand region may stay Pending (a page fault the owner does
+    // not resolve) before its QP goes to error (docs/host_interface.md, "On-demand regions").
+    uint64_t odp_timeout_ns = 2'000'000'000;
 };
 
 }  // namespace rnic::transport

@@ -190,6 +190,13 @@ public:
     // The CQs that received completions since the last call, each once, in the order they first
     // did; `out` is replaced (swapped with the engine's list, so neither side allocates).
     void take_updated_cqs(std::vector<uint32_t>& out) noexcept;
+    // On-demand regions (docs/host_interface.md): a backend whose Pending access completed has
+    // news: every QP parked on a Pending access tries again (the caller's wake-up, e.g. rnicd's
+    // ODP eventfd). Cheap when nothing is parked.
+    void odp_resume() noexcept;
+    // QPs put in error because an on-demand access stayed Pending past the time bound since the
+    // last call (`out` is replaced), for the daemon's log line.
+    void take_odp_timeouts(std::vector<uint32_t>& out) noexcept;
 
     // ---- the wire ----
     // What became of the frame: Accepted, or why it was dropped (every drop is also counted).
