@@ -29,6 +29,11 @@
 # round trip: a 4 KiB SEND each way), with the ratio of the last to the TCP round trip.
 # BENCH_PINGPONG=0 skips it.
 #
+# BENCH_PMD=af_xdp runs every step on DPDK's af_xdp PMD instead of af_packet, the raw path on
+# the same veth: testbed.sh --pmd af_xdp gives it 3500 bytes (RoCE MTU 2048; docs/daemon.md), so
+# iperf3 sends 3400-byte datagrams and the client-library benchmark, which asks for path MTU
+# 4096, prints "-".
+#
 # BENCH_SHORT=1 is the form CI runs (tests/bench/check_bench_scripts.py): one round, 1 s steps,
 # fewer latency iterations, no --busy-poll round: every figure line printed, nothing judged.
 set -euo pipefail
@@ -43,6 +48,10 @@ else
     secs=${BENCH_SECONDS:-4} reps=${BENCH_REPS:-3} busy_round=${BENCH_BUSY_POLL:-1} lat_iters=5000 idle_secs=5 pp_iters=2000
 fi
 msgrate=${BENCH_MSGRATE:-1}
+pmd=${BENCH_PMD:-af_packet}
+[[ $pmd =~ ^(af_packet|af_xdp)$ ]] || { echo "bench-host: BENCH_PMD wants af_packet or af_xdp" >&2; exit 2; }
+udp_len=4000  # datagrams that fit the veth unfragmented: 9000 bytes, or 3500 with af_xdp
+[[ $pmd == af_xdp ]] && udp_len=3400
 pingpong=${BENCH_PINGPONG:-1}
 net=$RNIC_TESTBED_NET tb=$here/testbed.sh state=$RNIC_TESTBED_DIR
 rnicd=$build/emulator/daemon/rnicd rnic_run=$build/verbs_shim/rnic-run bench=$build/tests/integration/host_integration
@@ -56,7 +65,7 @@ trap cleanup EXIT
 perftest=0
 [[ -x /usr/bin/ib_write_lat && -x $rnic_run ]] && perftest=1
 load() { cut -d' ' -f1 /proc/loadavg; }
-echo "bench-host: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(load) at start, $reps rounds"
+echo "bench-host: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(load) at start, $reps rounds, $pmd"
 
 # Waits (at most 10 s) until something in namespace $1 listens on TCP port $2.
 wait_listen() {
@@ -70,13 +79,13 @@ wait_listen() {
 # The raw path: kernel addresses on both ends of the same veth, no daemons. Prints
 # "<goodput Gb/s> <one-way us>".
 raw_path() {
-    "$tb" up --daemons none >/dev/null
+    "$tb" up --daemons none --pmd "$pmd" >/dev/null
     source "$state/env"
     ip -n "$ns_a" addr add "$net.1/24" dev "$if_a"
     ip netns exec "$ns_b" timeout $((secs + 30)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 & pids+=($!)
     wait_listen "$ns_b" 5201
     local iperf_json sp gbps lat
-    iperf_json=$(ip netns exec "$ns_a" timeout $((secs + 20)) iperf3 -c "$net.2" -p 5201 -u -l 4000 -b 0 -t "$secs" -J)
+    iperf_json=$(ip netns exec "$ns_a" timeout $((secs + 20)) iperf3 -c "$net.2" -p 5201 -u -l "$udp_len" -b 0 -t "$secs" -J)
     gbps=$(python3 -c '
 import json, sys
 end = json.loads(sys.argv[1])["end"]
@@ -128,7 +137,7 @@ idle_cpu() {
 rnic_path() {
     local mode=$1 measure_idle=$2 flags=() idle=- wbw=- sbw=- wlat=- p99=- cbw cl iters line
     [[ $mode == busy-poll ]] && flags=(--busy-poll)
-    "$tb" up --daemons both --one-run-dir "${flags[@]}" --rnicd "$rnicd" >/dev/null
+    "$tb" up --daemons both --one-run-dir --pmd "$pmd" "${flags[@]}" --rnicd "$rnicd" >/dev/null
     source "$state/env"
     ((measure_idle)) && idle=$(idle_cpu)
     if ((perftest)); then
@@ -152,13 +161,13 @@ rnic_path() {
 # <raw lost> <1 QP Mpps> <16 QPs Mpps>" ("-" for what was not measured).
 msgrate_path() {
     local line tx=- rx=- lost=- q1=- q16=-
-    line=$("$here/port-rate.sh" --size 64 --seconds "$secs" "$build" 2>&1 | grep '^port-rate: ' || true)
+    line=$("$here/port-rate.sh" --size 64 --seconds "$secs" --pmd "$pmd" "$build" 2>&1 | grep '^port-rate: ' || true)
     if [[ -n $line ]]; then
         tx=$(sed -n 's/.* tx_pps=\([^ ]*\).*/\1/p' <<<"$line") rx=$(sed -n 's/.* rx_pps=\([^ ]*\).*/\1/p' <<<"$line")
         lost=$(sed -n 's/.* lost=\([^ ]*\).*/\1/p' <<<"$line")
     fi
     if ((perftest)); then
-        "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" >/dev/null
+        "$tb" up --daemons both --one-run-dir --pmd "$pmd" --rnicd "$rnicd" >/dev/null
         source "$state/env"
         q1=$(perftest_pair $((secs + 40)) ib_write_bw -s 64 -q 1 -D "$secs" --report_gbits | awk '{print $5}')
         q16=$(perftest_pair $((secs + 40)) ib_write_bw -s 64 -q 16 -D "$secs" --report_gbits | awk '{print $5}')
@@ -172,7 +181,7 @@ msgrate_path() {
 # round trip us> <rc_pingpong us/iter>".
 pingpong_path() {
     local busy=- tcp=- rc=- sp port
-    "$tb" up --daemons none >/dev/null
+    "$tb" up --daemons none --pmd "$pmd" >/dev/null
     source "$state/env"
     ip -n "$ns_a" addr add "$net.1/24" dev "$if_a"
     ip netns exec "$ns_b" timeout $((secs + 30)) sockperf server -i "$net.2" -p 11111 >/dev/null 2>&1 & pids+=($!)
@@ -187,7 +196,7 @@ pingpong_path() {
     pids=()
     "$tb" down >/dev/null
     if ((perftest)); then
-        "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" >/dev/null
+        "$tb" up --daemons both --one-run-dir --pmd "$pmd" --rnicd "$rnicd" >/dev/null
         source "$state/env"
         port=$((18515 + RANDOM % 1000))
         ip netns exec "$ns_a" timeout 90 "$rnic_run" --run-dir "$state/run" ibv_rc_pingpong -g 0 -s 4096 \
@@ -225,7 +234,7 @@ except (ValueError, ZeroDivisionError):
 rounds=() msg_rounds=() pp_rounds=()
 for ((r = 1; r <= reps; r++)); do
     raw=$(raw_path)
-    echo "round $r raw path:   kernel UDP goodput $(cut -d' ' -f1 <<<"$raw") Gb/s (iperf3 -u -l 4000 -t $secs)," \
+    echo "round $r raw path:   kernel UDP goodput $(cut -d' ' -f1 <<<"$raw") Gb/s (iperf3 -u -l $udp_len -t $secs)," \
          "one-way $(cut -d' ' -f2 <<<"$raw") us median (sockperf ping-pong -m 14), load $(load)"
     rnic=$(rnic_path adaptive $((r == 1)))
     read -r wbw sbw wlat p99 cbw cl idle <<<"$rnic"
@@ -261,7 +270,7 @@ fi
 # kicks, a clock read each, so it is not one of the measured rounds), then each daemon's per-hop
 # histograms (docs/benchmarks.md, "Where the time goes"). BENCH_TRACE=0 skips it.
 if ((${BENCH_TRACE:-1} && perftest)); then
-    "$tb" up --daemons both --one-run-dir --rnicd "$rnicd" -- --latency-trace >/dev/null
+    "$tb" up --daemons both --one-run-dir --pmd "$pmd" --rnicd "$rnicd" -- --latency-trace >/dev/null
     source "$state/env"
     line=$(perftest_pair 90 ib_write_lat -s 2 -n "$lat_iters")
     echo "traced round: ib_write_lat 2 B one-way $(awk '{print $5}' <<<"$line") us median (p99 $(awk '{print $8}' <<<"$line")), load $(load)"
