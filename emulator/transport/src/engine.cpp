@@ -398,6 +398,8 @@ int Engine::destroy_qp(uint32_t qpn) noexcept try {
     c.cancel(qp->comp.retransmit);
     c.cancel(qp->comp.rnr);
     c.cancel(qp->odp.bound);
+    // A QP reusing this number must not find an entry it did not make (control path: a search).
+    if (qp->odp.listed) std::erase(c.odp_parked, qpn);
     c.cancel_congestion_timers(*qp);
     c.release_qp_references(*qp);
     c.memory->forget_qp(qpn);  // its type 2 windows stay bound, to nobody (as in rxe)

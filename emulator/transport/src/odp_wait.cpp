@@ -74,10 +74,11 @@ void EngineCore::odp_timed_out(QueuePair& qp, OdpSide side) {
 void EngineCore::odp_park(QueuePair& qp) {
     if (qp.odp.parked) return;
     qp.odp.parked = true;
-    // A QP its timer unparked may still have its old entry: one entry per QP at most, so the
-    // list stays within its reservation (max_qp) and never allocates.
-    for (const uint32_t qpn : odp_parked)
-        if (qpn == qp.qpn) return;
+    // A QP its timer unparked may still have its old entry: one entry per QP at most (a flag, not
+    // a search, so parking costs the same however many QPs wait), the list stays within its
+    // reservation (max_qp) and never allocates. destroy_qp removes a destroyed QP's entry.
+    if (qp.odp.listed) return;
+    qp.odp.listed = true;
     odp_parked.push_back(qp.qpn);
 }
 
@@ -118,7 +119,9 @@ void Engine::odp_resume() noexcept {
         // odp_unpark parks nothing: the list does not change under the loop.
         for (const uint32_t qpn : c.odp_parked) {
             QueuePair* qp = c.find_qp(qpn);
-            if (qp && qp->odp.parked) c.odp_unpark(*qp);  // else destroyed, or unparked by its timer
+            if (!qp) continue;
+            qp->odp.listed = false;
+            if (qp->odp.parked) c.odp_unpark(*qp);  // else unparked by its timer
         }
         c.odp_parked.clear();
     } catch (...) {

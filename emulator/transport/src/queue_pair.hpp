@@ -122,7 +122,8 @@ inline constexpr size_t kOdpSides = 4;
 
 struct OdpWait {
     uint8_t waiting = 0;  // bit per OdpSide
-    bool parked = false;  // on EngineCore::odp_parked
+    bool parked = false;  // waiting for Engine::odp_resume() (or its timer)
+    bool listed = false;  // its QPN is on EngineCore::odp_parked (until the next odp_resume())
     std::array<uint64_t, kOdpSides> since{};
     Timer bound;
     bool waits(OdpSide s) const noexcept { return (waiting >> static_cast<unsigned>(s)) & 1u; }
