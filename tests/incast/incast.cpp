@@ -12,6 +12,7 @@
 
 #include "rnic/sim/simulator.hpp"
 #include "rnic/transport/engine.hpp"
+#include "vector_sink.hpp"
 
 namespace rnic::incast {
 namespace {
@@ -22,26 +23,12 @@ constexpr sim::MacAddr kSwitchMac{0x02, 0, 0, 0, 0, 0xfe};
 constexpr uint8_t kReceiverHost = 0x80;
 constexpr size_t kFrameBytes4096 = 14 + 20 + 8 + 12 + 4096 + 4;  // Eth, IPv4, UDP, BTH, payload, ICRC
 
-class FrameVectorSink : public FrameSink {
-public:
-    explicit FrameVectorSink(std::vector<std::vector<uint8_t>>& out) : out_(out) {}
-    std::span<uint8_t> allocate(size_t length) override {
-        buf_.resize(length);
-        return buf_;
-    }
-    void commit(size_t length) override { out_.emplace_back(buf_.begin(), buf_.begin() + static_cast<long>(length)); }
-
-private:
-    std::vector<std::vector<uint8_t>>& out_;
-    std::vector<uint8_t> buf_;
-};
-
 class Host : public sim::Node {
 public:
     explicit Host(EngineConfig cfg) : engine(std::move(cfg)) {}
     void receive(std::span<const uint8_t> frame, TimeNs now) override { engine.receive(frame, now); }
     void transmit(std::vector<std::vector<uint8_t>>& out, TimeNs now) override {
-        FrameVectorSink sink(out);
+        test::VectorSink sink(out);
         engine.transmit(sink, now, 64);
     }
     std::optional<TimeNs> next_deadline() const override { return engine.next_deadline(); }

@@ -12,25 +12,11 @@
 
 #include "rnic/sim/simulator.hpp"
 #include "rnic/transport/engine.hpp"
+#include "vector_sink.hpp"
 
 namespace rnic::test {
 
 using namespace rnic::transport;
-
-// Collects the engine's frames into vectors for the simulator.
-class VectorSink : public FrameSink {
-public:
-    explicit VectorSink(std::vector<std::vector<uint8_t>>& out) : out_(out) {}
-    std::span<uint8_t> allocate(size_t length) override {
-        buf_.resize(length);
-        return buf_;
-    }
-    void commit(size_t length) override { out_.emplace_back(buf_.begin(), buf_.begin() + static_cast<long>(length)); }
-
-private:
-    std::vector<std::vector<uint8_t>>& out_;
-    std::vector<uint8_t> buf_;
-};
 
 class EngineNode : public sim::Node {
 public:
