@@ -34,6 +34,9 @@
 # iperf3 sends 3400-byte datagrams and the client-library benchmark, which asks for path MTU
 # 4096, prints "-".
 #
+# BENCH_PMD=ring runs every step with rnicd's own TPACKET ring port (rnicd --ring-port) on the
+# same 9000-byte veth, and the raw packet rate through that port (tools/port-rate.sh --pmd ring).
+#
 # BENCH_SHORT=1 is the form CI runs (tests/bench/check_bench_scripts.py): one round, 1 s steps,
 # fewer latency iterations, no --busy-poll round: every figure line printed, nothing judged.
 set -euo pipefail
@@ -49,7 +52,7 @@ else
 fi
 msgrate=${BENCH_MSGRATE:-1}
 pmd=${BENCH_PMD:-af_packet}
-[[ $pmd =~ ^(af_packet|af_xdp)$ ]] || { echo "bench-host: BENCH_PMD wants af_packet or af_xdp" >&2; exit 2; }
+[[ $pmd =~ ^(af_packet|af_xdp|ring)$ ]] || { echo "bench-host: BENCH_PMD wants af_packet, af_xdp or ring" >&2; exit 2; }
 udp_len=4000  # datagrams that fit the veth unfragmented: 9000 bytes, or 3500 with af_xdp
 [[ $pmd == af_xdp ]] && udp_len=3400
 pingpong=${BENCH_PINGPONG:-1}

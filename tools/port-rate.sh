@@ -2,10 +2,10 @@
 # The raw packet rate of the test bed's port: build/tools/port_rate sends RoCEv2 RDMA WRITE frames
 # (wire library, ICRC included) from namespace A and counts them in namespace B, over the same
 # DPDK PMD, EAL set-up and veth that rnicd uses (af_packet with rnicd's vdev arguments; af_xdp
-# with --pmd af_xdp), both kernels quieted as for two rnicd (testbed.sh up --daemons none
+# with --pmd af_xdp; rnicd's own TPACKET ring port with --pmd ring), both kernels quieted as for two rnicd (testbed.sh up --daemons none
 # --quiet-b). The rate rnicd's message rate is held against (docs/benchmarks.md, "Message rate").
 #
-#   tools/port-rate.sh [--size N] [--seconds S] [--pmd af_packet|af_xdp] [--burst B] [--nap-us US] [BUILD_DIR]
+#   tools/port-rate.sh [--size N] [--seconds S] [--pmd af_packet|af_xdp|ring] [--burst B] [--nap-us US] [BUILD_DIR]
 #
 # The receiver naps --nap-us (default 50) after a poll that found nothing, as rnicd's loop naps
 # between bursts: one that spins on the ring slows the sender down (docs/benchmarks.md).
@@ -47,7 +47,7 @@ source "$state/env"
 limit=$(awk -v s="$secs" 'BEGIN { printf "%d", s + 30 }')
 # The receiver stops half a second after the stream ends (or S + 5 s after its first frame).
 window=$(awk -v s="$secs" 'BEGIN { print s + 5 }')
-ip netns exec "$ns_b" timeout "$limit" "$port_rate" rx --iface "$if_b" --pmd "$pmd" --burst "$burst" \
+ip netns exec "$ns_b" timeout "$limit" "$port_rate" rx --iface "$if_b" --pmd "$pmd" --burst "$burst" --dst-ip "$ip_b" \
     --seconds "$window" --wait 20 --nap-us "$nap" >"$state/port-rate-rx.txt" 2>"$state/port-rate-rx.err" &
 rx_pid=$!
 for _ in $(seq 100); do

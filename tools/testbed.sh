@@ -4,7 +4,7 @@
 # bounded in time; `down` kills only the PIDs `up` recorded and is safe to run any number of times.
 #
 #   tools/testbed.sh up   [--daemons none|a|both] [--rnicd PATH] [--pcap] [--busy-poll] [--one-run-dir]
-#                         [--pmd af_packet|af_xdp] [--oob [--oob-rnic-ips]] [--quiet-b] [-- rnicd args]
+#                         [--pmd af_packet|af_xdp|ring] [--oob [--oob-rnic-ips]] [--quiet-b] [-- rnicd args]
 #   tools/testbed.sh down
 #   tools/testbed.sh exec a|b CMD...     run CMD inside namespace A or B
 #   tools/testbed.sh loss PCT [a|b|both]  lose PCT% of RoCEv2 frames each side sends (0: off)
@@ -16,7 +16,8 @@
 # RNIC_TESTBED_NET (first three octets, default 10.77.0), RNIC_TESTBED_NET6 (a /64 prefix ending
 # in "::", default fd77::), RNIC_TESTBED_MTU (veth MTU, default 9000 so RoCE's 4096-byte path MTU
 # fits, 3500 with --pmd af_xdp; 1500 limits rnicd's active MTU to 1024).
-# --pmd af_xdp gives each rnicd DPDK's af_xdp vdev on its interface instead of af_packet.
+# --pmd af_xdp gives each rnicd DPDK's af_xdp vdev on its interface instead of af_packet;
+# --pmd ring gives it rnicd's own TPACKET ring port (rnicd --ring-port).
 #
 # Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
 # 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
@@ -83,6 +84,7 @@ start_rnicd() {  # side ns ifname ip ip6
     fi
     ((pcap)) && args+=(--pcap "$state/$side.pcap")
     ((busy)) && args+=(--busy-poll)
+    [[ $pmd == ring ]] && args+=(--ring-port)
     args+=("${extra[@]}")
     # af_xdp's vdev names the interface, which differs per side; rnicd hands everything after
     # its own `--` to the EAL.
@@ -122,7 +124,7 @@ cmd_up() {
         esac
     done
     [[ $daemons =~ ^(none|a|both)$ ]] || die "--daemons wants none, a or both"
-    [[ $pmd =~ ^(af_packet|af_xdp)$ ]] || die "--pmd wants af_packet or af_xdp"
+    [[ $pmd =~ ^(af_packet|af_xdp|ring)$ ]] || die "--pmd wants af_packet, af_xdp or ring"
     # A veth takes a native XDP program (what DPDK's af_xdp attaches) only while its peer's MTU
     # fits a page with XDP's headroom: 3500 then (RoCE MTU 2048), unless the caller chose one.
     [[ $pmd == af_xdp && -z ${RNIC_TESTBED_MTU:-} ]] && mtu=3500

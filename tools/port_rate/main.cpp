@@ -1,6 +1,6 @@
-// port_rate: the raw packet rate of a port through the same DPDK PMD and EAL set-up rnicd uses
-// (rnic_port_dpdk's DpdkRuntime and DpdkPort: af_packet with rnicd's vdev arguments, or af_xdp),
-// with no transport engine above it. One process per side: `tx` sends RoCEv2 WRITE frames built
+// port_rate: the raw packet rate of a port through the same port code rnicd uses (rnic_port_dpdk's
+// DpdkRuntime and DpdkPort: af_packet with rnicd's vdev arguments, or af_xdp; or rnicd's own
+// TPACKET ring port, PacketRingPort), with no transport engine above it. One process per side: `tx` sends RoCEv2 WRITE frames built
 // by the wire library as fast as the port takes them, `rx` counts what arrives. The figure that
 // rnicd's message rate is held against (docs/benchmarks.md, "Message rate").
 #include <chrono>
@@ -18,6 +18,7 @@
 #include "rate_options.hpp"
 #include "rate_report.hpp"
 #include "rnic/port/dpdk_port.hpp"
+#include "rnic/port/packet_ring_port.hpp"
 #include "rnic/wire/parser.hpp"
 
 namespace {
@@ -49,7 +50,7 @@ port::DpdkConfig dpdk_config(const port_rate::Options& o) {
     return config;
 }
 
-port_rate::Report run_tx(port::DpdkPort& dev, const port_rate::Options& o) {
+port_rate::Report run_tx(port::PortIo& dev, const port_rate::Options& o) {
     port_rate::FrameParams params{dev.mac(), o.dst_mac, o.src_ip, o.dst_ip, o.payload};
     const auto frames = port_rate::make_frames(params, 64);
     // af_xdp's page-sized mbufs carry smaller frames than the interface's MTU (DpdkPort).
@@ -84,7 +85,7 @@ port_rate::Report run_tx(port::DpdkPort& dev, const port_rate::Options& o) {
     return r;
 }
 
-port_rate::Report run_rx(port::DpdkPort& dev, const port_rate::Options& o) {
+port_rate::Report run_rx(port::PortIo& dev, const port_rate::Options& o) {
     std::vector<port::RxFrame> rx(o.burst);
     port_rate::Report r;
     r.role = port_rate::Role::Rx;
@@ -138,8 +139,24 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     try {
-        port::DpdkRuntime runtime(dpdk_config(o));
-        port::DpdkPort& dev = runtime.port(0);
+        std::unique_ptr<port::DpdkRuntime> runtime;
+        std::unique_ptr<port::PacketRingPort> ring;
+        port::PortIo* io = nullptr;
+        if (o.pmd == port_rate::Pmd::Ring) {
+            port::PacketRingConfig rc;
+            rc.iface = o.iface;
+            rc.ipv4 = o.role == port_rate::Role::Rx ? o.dst_ip : o.src_ip;
+            rc.burst = o.burst;
+            rc.rx_wakeups = false;
+            auto opened = port::PacketRingPort::open(rc);
+            if (!opened) throw std::runtime_error("ring port on " + o.iface + ": " + opened.error());
+            ring = std::move(*opened);
+            io = ring.get();
+        } else {
+            runtime = std::make_unique<port::DpdkRuntime>(dpdk_config(o));
+            io = &runtime->port(0);
+        }
+        port::PortIo& dev = *io;
         std::fprintf(stderr, "port_rate %s: %s\n", o.role == port_rate::Role::Tx ? "tx" : "rx", dev.description().c_str());
         port_rate::Report r = o.role == port_rate::Role::Tx ? run_tx(dev, o) : run_rx(dev, o);
         r.pmd = o.pmd;

@@ -28,11 +28,11 @@ T number(std::string_view name, std::string_view text, T lo, T hi) {
 }  // namespace
 
 const char* to_string(Pmd pmd) noexcept {
-    return pmd == Pmd::AfXdp ? "af_xdp" : "af_packet";
+    return pmd == Pmd::AfXdp ? "af_xdp" : pmd == Pmd::Ring ? "ring" : "af_packet";
 }
 
 std::string usage() {
-    return "usage: port_rate tx|rx --iface IF [--pmd af_packet|af_xdp] [--size N] [--seconds S] [--burst B]\n"
+    return "usage: port_rate tx|rx --iface IF [--pmd af_packet|af_xdp|ring] [--size N] [--seconds S] [--burst B]\n"
            "                 [--dst-mac MAC] [--src-ip A] [--dst-ip A] [--wait S] [--idle-ms MS] [--nap-us US] [--verify] [--json]\n"
            "  tx sends RoCEv2 RDMA WRITE frames (N bytes of payload, ICRC included) for S seconds as fast as\n"
            "  the port takes them; rx counts the RoCEv2 frames it receives until S seconds after the first,\n"
@@ -67,8 +67,10 @@ Options parse_options(const std::vector<std::string>& args) {
                 o.pmd = Pmd::AfPacket;
             else if (v == "af_xdp")
                 o.pmd = Pmd::AfXdp;
+            else if (v == "ring")
+                o.pmd = Pmd::Ring;
             else
-                throw std::invalid_argument("--pmd wants af_packet or af_xdp, not '" + v + "'");
+                throw std::invalid_argument("--pmd wants af_packet, af_xdp or ring, not '" + v + "'");
         } else if (a == "--size") {
             o.payload = number<size_t>("--size", v, 0, kMaxPayload);
         } else if (a == "--seconds") {

@@ -13,7 +13,7 @@
 namespace rnic::port_rate {
 
 enum class Role : uint8_t { Tx, Rx };
-enum class Pmd : uint8_t { AfPacket, AfXdp };
+enum class Pmd : uint8_t { AfPacket, AfXdp, Ring };
 
 const char* to_string(Pmd pmd) noexcept;
 

@@ -13,7 +13,7 @@ namespace rnic::daemon {
 
 const char* usage() {
     return "usage: rnicd PORT [PORT]... [--busy-poll] [--latency-trace] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
-           "             [--idle-sleep-us N] [--no-rx-wakeup] [--sched fifo|nice|none]\n"
+           "             [--idle-sleep-us N] [--no-rx-wakeup] [--ring-port] [--sched fifo|nice|none]\n"
            "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR]\n"
            "             [--socket-mode MODE] [--socket-group GROUP] [--user-limit [USER:]RES=N,...]...\n"
            "             [-- EAL arguments]\n"
@@ -28,6 +28,9 @@ const char* usage() {
            "  port's. Every port is a device of its own (rnic0, rnic1, ...) served by the one poll loop.\n"
            "  --iface IF        a port: DPDK af_packet on IF unless EAL arguments name the devices\n"
            "                    (-- --vdev net_af_xdp0,iface=IF, -- -a 0000:03:00.0, ...)\n"
+           "  --ring-port       every --iface port is rnicd's own TPACKET_V2 ring on IF instead of\n"
+           "                    DPDK's af_packet PMD: frames parsed and built in the kernel's rings,\n"
+           "                    no fanout, the ring socket as the RX wake-up (docs/daemon.md)\n"
            "  --port            a port whose device comes from the EAL arguments (in their order)\n"
            "  --ip A/NN         the RNIC's IPv4 address; GID 0 is ::ffff:A\n"
            "  --ip6 ADDR/LEN    an IPv6 address (repeatable, up to 14); GID 1 is always the link-local\n"
@@ -211,6 +214,10 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         }
         if (a == "--no-rx-wakeup") {
             o.rx_wakeup = false;
+            continue;
+        }
+        if (a == "--ring-port") {
+            o.ring_port = true;
             continue;
         }
         if (a == "--latency-trace") {

@@ -92,6 +92,7 @@ struct Options {
     uint64_t stream_nap_us = kDefaultStreamNapUs;  // a timed nap in a stream, not woken by frames (0: none)
     uint64_t idle_sleep_max_us = 0;  // 0: kNapCapWokenUs when frames wake the loop, else kNapCapTimedUs
     bool rx_wakeup = true;  // sleep on the port's RX wake-up (else timed naps only)
+    bool ring_port = false;  // --iface ports on rnicd's own TPACKET ring, not DPDK's af_packet PMD
     Sched sched = Sched::Fifo;
     bool sched_given = false;  // else fifo when adaptive, none with --busy-poll (a FIFO spinner
                                // would hold its core until RT throttling stops it)

@@ -175,7 +175,19 @@ void PollLoop::nap(uint64_t sleep_ns) {
         }
     }
     ++counters_.naps;
-    if (stream) ++counters_.stream_naps;
+    if (stream) {
+        // A plain sleep, not the reactor's: nothing ends a stream nap early anyway, and a port whose
+        // wake-up is its own ring socket (--ring-port) signals every frame it takes, so a nap in
+        // epoll_wait would be woken by each frame of the stream only to sleep again. It also
+        // spares the timerfd a timed epoll nap reprograms.
+        ++counters_.stream_naps;
+        ++counters_.naps_timed_out;
+        const timespec length{static_cast<time_t>(sleep_ns / 1'000'000'000u), static_cast<long>(sleep_ns % 1'000'000'000u)};
+        const uint64_t start = trace_ ? clock_() : 0;
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &length, nullptr);
+        if (trace_) trace_nap(host::server::NapEnd::Timer, start, clock_(), sleep_ns);
+        return;
+    }
     const uint64_t nap_start = trace_ ? clock_() : 0;
     const auto end = host::server::HostService::nap_all(services_, sleep_ns, wake_on_rx);
     const uint64_t woke = trace_ ? clock_() : 0;

@@ -63,6 +63,8 @@ std::vector<sock_filter> wake_filter(uint32_t ipv4, uint32_t snap) {
     f.jump(BPF_JEQ, PACKET_OUTGOING, F::kDrop, F::kNext);
     f.stmt(BPF_LD | BPF_H | BPF_ABS, 12);  // EtherType
     f.jump(BPF_JEQ, ETHERTYPE_ARP, F::kAccept, F::kNext);
+    // MAC control (PAUSE, PFC): the pause receiver must see it at once, not at the nap's end.
+    f.jump(BPF_JEQ, 0x8808, F::kAccept, F::kNext);
     // A tag the kernel left in place (it usually strips it into metadata first): rare, let the
     // classifier decide.
     f.jump(BPF_JEQ, ETHERTYPE_VLAN, F::kAccept, F::kNext);

@@ -16,40 +16,13 @@
 #include <thread>
 
 #include "frames.hpp"
+#include "loopback_bed.hpp"
 #include "rnic/port/wake_socket.hpp"
 
 using namespace rnic;
 using namespace rnic::port::test;
 
 namespace {
-
-// Root only; false (with a warning) where namespaces are not allowed.
-bool private_loopback() {
-    if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0) return false;
-    const int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    const bool up = ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) == 0);
-    close(s);
-    return up;
-}
-
-class Injector {
-public:
-    Injector() : fd_(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)) { REQUIRE(fd_ >= 0); }
-    ~Injector() { close(fd_); }
-    void send(const std::vector<uint8_t>& frame) const {
-        sockaddr_ll to{};
-        to.sll_family = AF_PACKET;
-        to.sll_ifindex = static_cast<int>(if_nametoindex("lo"));
-        to.sll_halen = 6;
-        REQUIRE(sendto(fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
-                static_cast<ssize_t>(frame.size()));
-    }
-
-private:
-    int fd_;
-};
 
 // ARP is always accepted, so an ARP frame from a MAC of its own marks the end of what came before.
 const wire::MacAddr kMarkerMac{0x02, 0, 0, 0, 0, 0x99};
@@ -107,6 +80,8 @@ TEST_CASE("wake socket: the kernel keeps what the daemon serves and drops the re
     auto other = ipv4_frame(17, 40);
     wire::store_be16(&other[12], 0x88CC);  // LLDP
     CHECK(copies_of(*w, inj, other) == 0);
+    wire::store_be16(&other[12], 0x8808);  // MAC control: PAUSE and PFC end a nap
+    CHECK(copies_of(*w, inj, other) == 1);
 
     // An IPv4 header with options moves the UDP header: the filter follows the header length.
     auto options = ipv4_frame(17, 4 + 8 + 12);

@@ -43,6 +43,8 @@ TEST_CASE("options: defaults, every option, and clear refusals") {
     CHECK(o.wait == 3);
     CHECK(o.idle_ms == 200);
     CHECK(o.nap_us == 0);
+    CHECK(parse({"rx", "--iface", "v", "--pmd", "ring"}).pmd == Pmd::Ring);
+    CHECK(std::string(to_string(Pmd::Ring)) == "ring");
     CHECK(o.verify);
     CHECK(o.json);
 

@@ -30,11 +30,10 @@ public:
     void rx_wait_done() override;
     void set_arrival_stamps(bool on) override;
     uint64_t wait_arrival_realtime_ns() const override;
-    std::string description() const;  // device name, driver, MTU, pool size, for the log
-    unsigned ip_mtu() const;          // the largest IP packet the port carries
-    // The link's speed in Mb/s as the kernel reports the interface's (ethtool; veth says
-    // 10000), else as the PMD reports it; 0 when neither knows.
-    unsigned link_speed_mbps() const;
+    std::string description() const override;  // device name, driver, MTU, pool size
+    unsigned ip_mtu() const override;
+    // As the kernel reports the interface's (ethtool; veth says 10000), else as the PMD does.
+    unsigned link_speed_mbps() const override;
 
     struct Impl;
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "rnic/common/frame_sink.hpp"
 #include "rnic/wire/headers.hpp"
@@ -60,6 +61,12 @@ public:
     // frame that came during the wait (CLOCK_REALTIME ns), if the port can tell; 0 otherwise.
     virtual void set_arrival_stamps(bool /*on*/) {}
     virtual uint64_t wait_arrival_realtime_ns() const { return 0; }
+
+    // For the log and the engine's limits: what the port is, the largest IP packet it carries,
+    // its speed in Mb/s (0: unknown).
+    virtual std::string description() const { return {}; }
+    virtual unsigned ip_mtu() const { return 1500; }
+    virtual unsigned link_speed_mbps() const { return 0; }
 };
 
 }  // namespace rnic::port
