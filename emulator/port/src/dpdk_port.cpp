@@ -17,18 +17,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "rnic/port/interface_speed.hpp"
 #include "rnic/port/wake_socket.hpp"
 
 namespace rnic::port {
 
 namespace {
-
-// -1 (a link that is down) or a missing file: unknown.
-unsigned read_iface_speed(const std::string& iface) {
-    std::ifstream f("/sys/class/net/" + iface + "/speed");
-    long speed = 0;
-    return f >> speed && speed > 0 ? static_cast<unsigned>(speed) : 0;
-}
 
 unsigned read_iface_mtu(const std::string& iface) {
     std::ifstream f("/sys/class/net/" + iface + "/mtu");
@@ -165,7 +159,7 @@ std::unique_ptr<DpdkPort::Impl> start_port(uint16_t port, size_t index, const Dp
     // The interface's MTU is what the wire between us and the peer carries (af_packet reports
     // its own default, not the veth's); with no interface, the device's.
     m.ip_mtu = config.iface.empty() ? dev_mtu : mtu;
-    if (!config.iface.empty()) m.link_speed_mbps = read_iface_speed(config.iface);
+    if (!config.iface.empty()) m.link_speed_mbps = interface_speed_mbps(config.iface);
     if (m.link_speed_mbps == 0) {
         rte_eth_link link{};
         if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_speed != RTE_ETH_SPEED_NUM_NONE &&

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
+#include "rnic/port/interface_speed.hpp"
 #include "rnic/port/wake_socket.hpp"
 
 namespace rnic::port {
@@ -52,12 +52,6 @@ std::string errno_text(const char* what) {
     return std::string(what) + ": " + std::strerror(errno);
 }
 
-unsigned read_sys_unsigned(const std::string& path) {
-    std::ifstream f(path);
-    long v = 0;
-    return f >> v && v > 0 ? static_cast<unsigned>(v) : 0;
-}
-
 bool is_power_of_two(unsigned v) noexcept {
     return v != 0 && (v & (v - 1)) == 0;
 }
@@ -86,7 +80,6 @@ struct PacketRingPort::Impl final : common::FrameSink {
     unsigned burst = 32;
     std::span<const uint8_t> last;
     wire::MacAddr mac{};
-    std::string iface;
     std::string description;
     unsigned ip_mtu = 1500;
     unsigned link_speed_mbps = 0;
@@ -180,7 +173,6 @@ wire::Expected<std::unique_ptr<PacketRingPort>, std::string> PacketRingPort::ope
     if (!is_power_of_two(config.rx_frames) || !is_power_of_two(config.tx_frames))
         return Error{"ring frame counts must be powers of two"};
     auto m = std::make_unique<Impl>();
-    m->iface = config.iface;
     m->burst = std::max(1u, config.burst);
     m->rx_wakeups = config.rx_wakeups;
     const unsigned ifindex = if_nametoindex(config.iface.c_str());
@@ -251,7 +243,7 @@ wire::Expected<std::unique_ptr<PacketRingPort>, std::string> PacketRingPort::ope
     // The largest frame the ring carries either way: the interface's, or the ring frame's room.
     const unsigned frame_room = frame - 128;
     m->ip_mtu = std::min(iface_mtu, frame_room - 18);
-    m->link_speed_mbps = read_sys_unsigned("/sys/class/net/" + config.iface + "/speed");
+    m->link_speed_mbps = interface_speed_mbps(config.iface);
     m->description = config.iface + " driver=packet-ring (TPACKET_V2) mtu=" + std::to_string(iface_mtu) +
                      " rx-frames=" + std::to_string(m->rx.frames) + " tx-frames=" + std::to_string(m->tx.frames) +
                      " frame=" + std::to_string(frame) + "B rx-wakeup=" + (config.rx_wakeups ? "ring-fd" : "none (timed naps)");

@@ -19,9 +19,9 @@
 
 namespace rnic::port {
 
-// The filter: not our own outgoing frames; ARP; MAC control (PAUSE, PFC); IPv4 to `ipv4` (host order) that is ICMP or UDP
-// to 4791; IPv6 that is ICMPv6 (ND, echo) or UDP to 4791 (any address: ND targets multicast
-// groups). An accepted frame is cut to `snap` bytes: only its arrival matters.
+// The filter: not our own outgoing frames; ARP; MAC control (PAUSE, PFC); IPv4 to `ipv4` (host
+// order) that is ICMP or UDP to 4791; IPv6 that is ICMPv6 (ND, echo) or UDP to 4791 (any address:
+// ND targets multicast groups). An accepted frame is cut to `snap` bytes: only its arrival matters.
 std::vector<sock_filter> wake_filter(uint32_t ipv4, uint32_t snap);
 
 class WakeSocket {
