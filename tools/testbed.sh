@@ -18,6 +18,10 @@
 # fits, 3500 with --pmd af_xdp; 1500 limits rnicd's active MTU to 1024).
 # --pmd af_xdp gives each rnicd DPDK's af_xdp vdev on its interface instead of af_packet;
 # --pmd ring gives it rnicd's own TPACKET ring port (rnicd --ring-port).
+# With --daemons both, both rnicd get the same home core (rnicd --home-cpu, docs/daemon.md
+# polling policy 8): the first CPU this script may use, or RNIC_TESTBED_HOME_CPU (a CPU number;
+# "none": no home, the scheduler places them). Not with --busy-poll: two spinners on one core
+# would take turns by scheduler slices.
 #
 # Namespace A's interface belongs to rnicd: no IP, IPv6 off, and an nftables rule dropping UDP
 # 4791 before the kernel's UDP layer, so af_packet's copy of every frame never draws a kernel
@@ -84,6 +88,7 @@ start_rnicd() {  # side ns ifname ip ip6
     fi
     ((pcap)) && args+=(--pcap "$state/$side.pcap")
     ((busy)) && args+=(--busy-poll)
+    [[ -n $home_cpu ]] && args+=(--home-cpu "$home_cpu")
     [[ $pmd == ring ]] && args+=(--ring-port)
     args+=("${extra[@]}")
     # af_xdp's vdev names the interface, which differs per side; rnicd hands everything after
@@ -129,6 +134,9 @@ cmd_up() {
     # fits a page with XDP's headroom: 3500 then (RoCE MTU 2048), unless the caller chose one.
     [[ $pmd == af_xdp && -z ${RNIC_TESTBED_MTU:-} ]] && mtu=3500
     [[ $daemons == none || -x $rnicd ]] || die "no rnicd at $rnicd (build first or pass --rnicd)"
+    home_cpu=${RNIC_TESTBED_HOME_CPU:-$(awk '/^Cpus_allowed_list/ { split($2, r, /[,-]/); print r[1] }' /proc/self/status)}
+    [[ $home_cpu == none || $home_cpu =~ ^[0-9]+$ ]] || die "RNIC_TESTBED_HOME_CPU wants a CPU number or none, got '$home_cpu'"
+    [[ $daemons == both && $home_cpu != none ]] && ! ((busy)) && [[ " ${extra[*]} " != *" --busy-poll "* ]] || home_cpu=
     cmd_down >/dev/null
     mkdir -p "$state"
     rm -f "$state/link-a" "$state/link-b"  # a new link: no loss, no marking

@@ -114,6 +114,12 @@ int main(int argc, char** argv) {
         std::fputs(daemon::usage(), stdout);
         return 0;
     }
+    if (opt.home_cpu) {
+        if (const std::string why = daemon::HomeCpu::unusable(*opt.home_cpu); !why.empty()) {
+            std::fprintf(stderr, "rnicd: %s\n", why.c_str());
+            return 2;
+        }
+    }
     auto logger = spdlog::stderr_color_mt("rnicd", spdlog::color_mode::never);
     spdlog::set_default_logger(logger);
     daemon::set_log_format();
@@ -268,6 +274,14 @@ int main(int argc, char** argv) {
     loop_counters = &loop;
     loop.set_latency_trace(opt.latency_trace);
     apply_sched(opt.sched, opt.busy_poll);
+    if (opt.home_cpu) {
+        try {
+            loop.set_home_cpu(std::make_unique<daemon::HomeCpu>(*opt.home_cpu));
+        } catch (const std::exception& e) {
+            spdlog::critical("{}", e.what());
+            return 1;
+        }
+    }
 
     for (Device& d : devices) {
         std::string ip6_text;
@@ -284,7 +298,8 @@ int main(int argc, char** argv) {
                                      std::to_string(opt.stream_nap_us) + " us naps, naps up to " +
                                      std::to_string(nap_cap_us) + " us, " +
                                      (loop.wakes_on_rx() ? "woken by frames" : "timed") + ")",
-                 daemon::to_string(opt.sched));
+                 daemon::to_string(opt.sched) +
+                     (opt.home_cpu ? " home-cpu " + std::to_string(*opt.home_cpu) : std::string()));
     for (Device& d : devices) d.dp->start(mono0);
 
     while (!stop_requested.load(std::memory_order_relaxed)) {

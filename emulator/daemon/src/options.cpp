@@ -13,7 +13,7 @@ namespace rnic::daemon {
 
 const char* usage() {
     return "usage: rnicd PORT [PORT]... [--busy-poll] [--latency-trace] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
-           "             [--idle-sleep-us N] [--no-rx-wakeup] [--ring-port] [--sched fifo|nice|none]\n"
+           "             [--idle-sleep-us N] [--no-rx-wakeup] [--ring-port] [--sched fifo|nice|none] [--home-cpu N]\n"
            "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR]\n"
            "             [--socket-mode MODE] [--socket-group GROUP] [--user-limit [USER:]RES=N,...]...\n"
            "             [-- EAL arguments]\n"
@@ -53,6 +53,9 @@ const char* usage() {
            "  --sched POLICY    fifo (SCHED_FIFO priority 1: a woken daemon preempts spinning\n"
            "                    applications; the default), nice (nice -20) or none (the\n"
            "                    default with --busy-poll)\n"
+           "  --home-cpu N      the loop runs on CPU N, and on every CPU it may use only while work\n"
+           "                    streams in (back 2 ms after): two daemons on one host given the same\n"
+           "                    home wake each other without a wake-up across cores (docs/daemon.md)\n"
            "  --qpc-cache N/W, --mpt-cache N/W, --mtt-cache N/W\n"
            "                    the RNIC caches' entries and ways (defaults 256/4, 256/4, 2048/8;\n"
            "                    0 turns one off): hits, misses, evictions in `rnicctl cache`\n"
@@ -236,7 +239,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
             a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
             a == "--cm-keepalive" || a == "--cc" || a == "--port-rate" || a == "--dscp-prio" ||
-            a == "--odp-timeout-ms";
+            a == "--odp-timeout-ms" || a == "--home-cpu";
         if (!takes_value) return U{"unknown option '" + a + "'"};
         if (i + 1 >= args.size()) return U{a + " needs a value"};
         const std::string& v = args[++i];
@@ -324,6 +327,10 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         } else if (a == "--stream-nap-us") {
             if (!parse_u64(v, o.stream_nap_us) || o.stream_nap_us > 1'000'000)
                 return U{"--stream-nap-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--home-cpu") {
+            uint64_t cpu = 0;
+            if (!parse_u64(v, cpu) || cpu >= 1024) return U{"--home-cpu wants a CPU number 0..1023, got '" + v + "'"};
+            o.home_cpu = static_cast<int>(cpu);
         } else if (a == "--stream-spin-us") {
             if (!parse_u64(v, o.stream_spin_us) || o.stream_spin_us > 1'000'000)
                 return U{"--stream-spin-us wants 0..1000000, got '" + v + "'"};

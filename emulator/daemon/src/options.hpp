@@ -94,6 +94,7 @@ struct Options {
     bool rx_wakeup = true;  // sleep on the port's RX wake-up (else timed naps only)
     bool ring_port = false;  // --iface ports on rnicd's own TPACKET ring, not DPDK's af_packet PMD
     Sched sched = Sched::Fifo;
+    std::optional<int> home_cpu;  // the loop's core outside streams (docs/daemon.md, polling policy 8)
     bool sched_given = false;  // else fifo when adaptive, none with --busy-poll (a FIFO spinner
                                // would hold its core until RT throttling stops it)
     std::string log_level = "info";

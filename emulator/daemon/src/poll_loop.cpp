@@ -96,6 +96,7 @@ void PollLoop::turn() {
         for (const Lane& l : lanes_) d = earliest(d, l.dp.next_deadline());
         return d;
     };
+    if (home_) counters_.home_cpu_moves += home_->follow(idle_.streaming(now), now);
     if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) nap(sleep_ns);
 }
 
@@ -264,6 +265,7 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
         {"loop_woken_by_rx", c.woken_by_rx},
         {"loop_woken_by_kick", c.woken_by_kick},
         {"loop_colocated_kicks", c.colocated_kicks},
+        {"loop_home_cpu_moves", c.home_cpu_moves},
         {"loop_woken_by_control", c.woken_by_control},
         {"loop_naps_timed_out", c.naps_timed_out},
         {"loop_rx_after_timeout", c.rx_after_timeout},

@@ -12,10 +12,12 @@
 // clang-format on
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "datapath.hpp"
+#include "home_cpu.hpp"
 #include "idle_policy.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "rnic/port/port_io.hpp"
@@ -32,6 +34,7 @@ struct LoopCounters {
     uint64_t naps_timed_out = 0;     // ... by the nap's length (a timer, the cap)
     uint64_t stream_naps = 0;        // naps inside a stream (timed, frames do not end them)
     uint64_t colocated_kicks = 0;    // kicks that woke the loop from a client on its own core
+    uint64_t home_cpu_moves = 0;     // --home-cpu: affinity changes (left home for a stream, came back)
     // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
     // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
     // the nap ended). Stays 0 when the wake-up works; a non-zero value costs up to one nap cap
@@ -84,6 +87,9 @@ public:
     void turn();
 
     bool wakes_on_rx() const noexcept { return wake_on_rx_; }
+    // From now on the loop's thread (the caller's) lives on this home core outside streams.
+    void set_home_cpu(std::unique_ptr<HomeCpu> home) { home_ = std::move(home); }
+    const HomeCpu* home_cpu() const noexcept { return home_.get(); }
     const IdlePolicy& idle() const noexcept { return idle_; }
     const LoopCounters& counters() const noexcept { return counters_; }
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
@@ -114,6 +120,7 @@ private:
     bool trace_ = false;
     LoopHops hops_;
     uint64_t last_rx_ns_ = 0;  // tracing: when the newest frames not yet followed by completions came
+    std::unique_ptr<HomeCpu> home_;
 };
 
 }  // namespace rnic::daemon

@@ -322,6 +322,13 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK(tuned->idle_sleep_max_us == 500);
     auto plain = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24"});
     REQUIRE(plain);
+    CHECK_FALSE(plain->home_cpu);
+    auto homed = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--home-cpu", "1"});
+    REQUIRE(homed);
+    CHECK(homed->home_cpu == 1);
+    for (const char* bad : {"-1", "1024", "x", ""})
+        CHECK(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--home-cpu", bad}).error() ==
+              std::string("--home-cpu wants a CPU number 0..1023, got '") + bad + "'");
     CHECK(plain->sched == daemon::Sched::Fifo);
     CHECK(plain->idle_sleep_max_us == 0);  // chosen by mode at start
     CHECK(plain->cm_keepalive.idle_ms == 5000);

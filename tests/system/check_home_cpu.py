@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""rnicd --home-cpu on the real bed (docs/daemon.md, polling policy 8).
+
+tools/testbed.sh gives both daemons of `--daemons both` the same home core. Each poll loop must
+live there while idle, may run on every CPU it was allowed during a stream (a 64 KiB
+ib_write_bw), and be home again once the stream is over; moves come in pairs. With
+RNIC_TESTBED_HOME_CPU=none the loops keep every CPU. A CPU outside rnicd's affinity is refused at
+start with its reason, before the daemon creates anything. No figure is judged.
+Usage: check_home_cpu.py TESTBED_SH RNICD RNIC_RUN RNICCTL"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from systest import Checks, make_run
+
+testbed, rnicd, rnic_run, rnicctl = sys.argv[1:5]
+env = dict(os.environ)
+env.setdefault("RNIC_TESTBED", "hcpu")
+env.setdefault("RNIC_TESTBED_DIR", "/tmp/hcpu")
+env.setdefault("RNIC_TESTBED_NET", "10.92.0")
+env.pop("RNIC_TESTBED_HOME_CPU", None)
+state = env["RNIC_TESTBED_DIR"]
+run_dir = f"{state}/run"
+run = make_run(env)
+checks = Checks(verdict_first=True)
+check = checks.check
+
+
+def cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def allowed(pid):
+    """The CPUs the poll loop (rnicd's main thread) may run on now."""
+    with open(f"/proc/{pid}/task/{pid}/status") as f:
+        return cpu_list(re.search(r"^Cpus_allowed_list:\s*(\S+)", f.read(), re.M).group(1))
+
+
+def pids():
+    return {side: int(open(f"{state}/rnicd-{side}.pid").read()) for side in ("a", "b")}
+
+
+def counters(dev):
+    text = run(rnicctl, "--run-dir", run_dir, "-d", dev, "stat").stdout
+    return {k: int(v) for k, v in re.findall(r"^\s*(\w+)\s+(\d+)\s*$", text, re.M)}
+
+
+def perftest(ns, prog, args, port, timeout=60):
+    """Server on rnic0, client on rnic1, both in namespace A; returns both exit codes and output."""
+    common = [rnic_run, "--run-dir", run_dir, prog, "-x", "0", "-F", "-p", str(port), *args]
+    server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    for _ in range(100):  # bounded wait until the server listens
+        if f":{port} " in run("ip", "netns", "exec", ns, "ss", "-Hltn").stdout:
+            break
+        time.sleep(0.1)
+    client = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic1", "127.0.0.1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    return server, client
+
+
+mine = os.sched_getaffinity(0)
+home = min(mine)
+try:
+    run(testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd, timeout=60)
+    ns_a = re.search(r"ns_a=(\S+)", open(f"{state}/env").read()).group(1)
+    p = pids()
+    for side in ("a", "b"):
+        log = open(f"{state}/rnicd-{side}.log").read()
+        check(f" home-cpu {home}" in log, f"rnicd {side} starts with home CPU {home} (the first CPU the bed may use)")
+        check(allowed(p[side]) == {home}, f"rnicd {side}'s poll loop may run only on CPU {home} while idle")
+
+    # A 64 KiB WRITE stream: both loops stream (the sender its doorbells and ACKs, the receiver its
+    # frames), so both may leave home while it lasts. Sampled every 20 ms, bounded by the run.
+    server, client = perftest(ns_a, "ib_write_bw", ["-s", "65536", "-D", "3", "--report_gbits"], 18700)
+    away = {"a": False, "b": False}
+    deadline = time.monotonic() + 70
+    while client.poll() is None and time.monotonic() < deadline:
+        for side in ("a", "b"):
+            away[side] |= allowed(p[side]) != {home}
+        time.sleep(0.02)
+    out = client.communicate(timeout=30)[0] + server.communicate(timeout=30)[0]
+    line = re.search(r"^\s*65536\s+\d+.*$", out, re.M)
+    check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_bw -s 65536 -D 3 runs")
+    print("  ib_write_bw:", line.group(0).strip() if line else out)
+    if len(mine) > 1:
+        for side in ("a", "b"):
+            check(away[side], f"rnicd {side}'s poll loop may use every CPU during the stream")
+    else:
+        print("  (one CPU: leaving home changes nothing to see)")
+    # Home again once the stream has been over for 2 ms: the next turn after that (an idle loop
+    # turns at least every nap cap, 10 ms) moves it back.
+    time.sleep(0.5)
+    stats = {dev: counters(dev) for dev in ("rnic0", "rnic1")}
+    for side, dev in (("a", "rnic0"), ("b", "rnic1")):
+        check(allowed(p[side]) == {home}, f"rnicd {side} is home again after the stream")
+        moves = stats[dev].get("loop_home_cpu_moves", -1)
+        check(moves >= 2 and moves % 2 == 0, f"{dev}: loop_home_cpu_moves {moves}: it left and came back, in pairs")
+
+    server, client = perftest(ns_a, "ib_write_lat", ["-s", "2", "-n", "2000"], 18701)
+    out = client.communicate(timeout=90)[0] + server.communicate(timeout=30)[0]
+    line = re.search(r"^\s*2\s+2000\s+.*$", out, re.M)
+    check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_lat -s 2 -n 2000 runs")
+    print("  ib_write_lat (t_min t_max t_typical ...):", line.group(0).strip() if line else out)
+
+    env["RNIC_TESTBED_HOME_CPU"] = "none"
+    run(testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd, timeout=60)
+    p = pids()
+    for side in ("a", "b"):
+        log = open(f"{state}/rnicd-{side}.log").read()
+        check("home-cpu" not in log and allowed(p[side]) == mine,
+              f"RNIC_TESTBED_HOME_CPU=none: rnicd {side} has no home and keeps every CPU")
+    del env["RNIC_TESTBED_HOME_CPU"]
+
+    outside = next(c for c in range(1024) if c not in mine)
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(rnicd, "--iface", "lo", "--ip", "10.92.9.1/24", "--run-dir", tmp, "--home-cpu", str(outside),
+                check=False)
+        want = f"rnicd: --home-cpu {outside}: not among the {len(mine)} CPUs rnicd may run on"
+        check(r.returncode == 2 and want in r.stderr, f"--home-cpu {outside} refused with exit 2: {want!r}")
+        check(os.listdir(tmp) == [], "refused before any control socket was created")
+finally:
+    run(testbed, "down", check=False, timeout=60)
+    status = checks.finish()
+sys.exit(status)
