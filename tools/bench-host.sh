@@ -16,7 +16,8 @@
 # goodput is what iperf3's receiver got. Each daemon's idle CPU is measured in the first round;
 # --busy-poll is measured once at the end (BENCH_BUSY_POLL=0 skips it). Every step is bounded
 # by `timeout`; the test bed is taken down on exit. Environment: BENCH_SECONDS (per bandwidth /
-# raw step, default 4), BENCH_REPS, RNIC_TESTBED* as for tools/testbed.sh.
+# raw step, default 4), BENCH_REPS, RNIC_TESTBED* as for tools/testbed.sh (both daemons share a
+# home core outside streams unless RNIC_TESTBED_HOME_CPU=none; not in the --busy-poll round).
 #
 # Message rate (issue 16): each round then measures the raw packet rate of the port with
 # tools/port-rate.sh (our DPDK sender and receiver, 64 B WRITE payloads, the PMD and veth the
@@ -68,7 +69,8 @@ trap cleanup EXIT
 perftest=0
 [[ -x /usr/bin/ib_write_lat && -x $rnic_run ]] && perftest=1
 load() { cut -d' ' -f1 /proc/loadavg; }
-echo "bench-host: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(load) at start, $reps rounds, $pmd"
+echo "bench-host: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(load) at start, $reps rounds, $pmd," \
+     "home core of the daemons: ${RNIC_TESTBED_HOME_CPU:-the first CPU, testbed.sh default}"
 
 # Waits (at most 10 s) until something in namespace $1 listens on TCP port $2.
 wait_listen() {

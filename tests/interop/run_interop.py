@@ -190,7 +190,7 @@ class Runner:
     def __init__(self, args):
         self.a = args
         self.bed = bedlib.Bed(args.workdir, args.rnicd, log=self.say)
-        self.port = 20000 + os.getpid() % 20000
+        self.port = 20000 + os.getpid() % 12000
         self.results = []
         self.failures = []
         self.log = []  # --summary-first: the progress lines, printed after the verdict

@@ -191,7 +191,7 @@ class Runner:
     def __init__(self, a):
         self.a = a
         self.bed = bedlib.Bed(a.workdir, a.rnicd, log=self.say)
-        self.port = 20000 + os.getpid() % 20000
+        self.port = 20000 + os.getpid() % 12000
         self.results, self.failures, self.failure_details, self.log = [], [], [], []
         self.deadline = time.monotonic() + a.budget
         self.last_counters = {}

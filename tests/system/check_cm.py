@@ -40,7 +40,7 @@ checks = Checks(verdict_first=True)
 check, failures = checks.check, checks.failures
 run = make_run(env)
 IP_A, IP_B, IP6_B = "10.97.0.1", "10.97.0.2", "fd97::2"
-PORT = 20000 + os.getpid() % 20000
+PORT = 20000 + os.getpid() % 12000
 IBV_QPS_RTR, IBV_QPS_RTS = 2, 3
 
 

@@ -48,7 +48,7 @@ RNICD_ARGS = ["--port-rate", str(PORT_RATE), "--cc", "rp_dce_tcp_rtt=500"]
 # The stream outlasts the phases by a few seconds: on a loaded machine each rnicctl call and the
 # marking switch take longer, and the QP must still exist when its counters are read.
 PERFTEST = ["ib_write_bw", "-x", "0", "-F", "-s", "65536", "-D", str(int(BEFORE_S + MARK_S + AFTER_S + 5))]
-TCP_PORT = 20000 + os.getpid() % 20000
+TCP_PORT = 20000 + os.getpid() % 12000
 
 
 def ctl_json(dev, *args):

@@ -109,6 +109,8 @@ try:
     line = re.search(r"^\s*2\s+2000\s+.*$", out, re.M)
     check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_lat -s 2 -n 2000 runs")
     print("  ib_write_lat (t_min t_max t_typical ...):", line.group(0).strip() if line else out)
+    yields = {dev: counters(dev).get("loop_home_yields", -1) for dev in ("rnic0", "rnic1")}
+    check(all(v > 0 for v in yields.values()), f"spinning at home, the loops yield the core to each other: {yields}")
 
     env["RNIC_TESTBED_HOME_CPU"] = "none"
     run(testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd, timeout=60)

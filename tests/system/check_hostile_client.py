@@ -42,7 +42,7 @@ def ctl_json(*args):
 def pingpong(iters=2000, size=4096):
     """Server on rnic0, client on rnic1, both in namespace A (TCP over its loopback). Returns
     (ok, Mbit/s, usec/iter, output)."""
-    port = str(20000 + os.getpid() % 20000)
+    port = str(20000 + os.getpid() % 12000)
     common = ["ip", "netns", "exec", f"{name}-a", rnic_run, "--run-dir", run_dir, "ibv_rc_pingpong", "-g", "0",
               "-s", str(size), "-n", str(iters), "-c", "-p", port]
     server = subprocess.Popen(["timeout", "60", *common, "-d", "rnic0"], stdout=subprocess.PIPE,

@@ -66,7 +66,7 @@ def tear_down():
 
 def perftest_pair(prog, *args, timeout=60):
     """Server on rnic0, client on rnic1, TCP set-up over the namespace's loopback."""
-    port = str(20000 + os.getpid() % 20000)
+    port = str(20000 + os.getpid() % 12000)
     common = [rnic_run, "--run-dir", run_dir, prog, "-x", "0", "-F", "-p", port, *args]
     server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)

@@ -143,7 +143,7 @@ def main():
                              "-B", "64", "-f", "udp port 4791 or ether proto 0x8808", "-w", pcap],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     time.sleep(1.5)  # dumpcap listening
-    port = str(20000 + os.getpid() % 20000)
+    port = str(20000 + os.getpid() % 12000)
     common = [rnic_run, "--run-dir", e["run_dir"], "ib_write_bw", "-x", "0", "-F", "-p", port, "-s", "65536",
               "-D", "9", "-t", "16", "--report_gbits"]
     server = subprocess.Popen(["ip", "netns", "exec", e["ns_a"], "timeout", "40", *common, "-d", "rnic0"],

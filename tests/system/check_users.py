@@ -32,7 +32,7 @@ env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_N
 checks = Checks(verdict_first=True)
 check = checks.check
 run = make_run(env)
-port = 20000 + os.getpid() % 20000
+port = 20000 + os.getpid() % 12000
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
 MEMLOCK = 64 * 1024

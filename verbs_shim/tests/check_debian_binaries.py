@@ -35,7 +35,7 @@ state = f"/tmp/{name}"
 base_env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TESTBED_NET="10.84.0")
 failures = []
 passed = 0
-port = 20000 + os.getpid() % 20000
+port = 20000 + os.getpid() % 12000
 
 
 def bed(*args, mtu="9000", timeout=60):

@@ -47,7 +47,7 @@ base_env = dict(os.environ, RNIC_TESTBED=name, RNIC_TESTBED_DIR=state, RNIC_TEST
                 RNIC_TESTBED_NET6="fd86::")
 failures = []
 passed = 0
-port = 20000 + os.getpid() % 20000
+port = 20000 + os.getpid() % 12000
 BAD_WORDS = ("Failed", "failed", "error", "Unable", "invalid", "mismatch", "FAIL", "usage")
 RSTREAM_OK = r"^\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+$"
 

@@ -53,7 +53,7 @@ sockaddr* sa(sockaddr_storage& ss) {
 }
 
 uint16_t next_port() {
-    static uint16_t port = static_cast<uint16_t>(30000 + getpid() % 20000);
+    static uint16_t port = static_cast<uint16_t>(20000 + getpid() % 12000);
     return ++port;
 }
 

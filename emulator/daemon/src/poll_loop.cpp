@@ -97,7 +97,16 @@ void PollLoop::turn() {
         return d;
     };
     if (home_) counters_.home_cpu_moves += home_->follow(idle_.streaming(now), now);
-    if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) nap(sleep_ns);
+    if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) {
+        nap(sleep_ns);
+    } else if (work == 0 && home_ && home_->at_home()) {
+        // An empty turn of the spin on the home core: the loop that shares it (the other daemon
+        // of a bed, just woken by our frame) waits behind us at the same FIFO priority, and
+        // sched_yield() lets it run now rather than after our spin window; with none waiting it
+        // returns at once. Applications (CFS) never get the core from a FIFO task's yield.
+        sched_yield();
+        ++counters_.home_yields;
+    }
 }
 
 // The untraced turn's two calls, with the clock read around them that the hops need: a few
@@ -266,6 +275,7 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
         {"loop_woken_by_kick", c.woken_by_kick},
         {"loop_colocated_kicks", c.colocated_kicks},
         {"loop_home_cpu_moves", c.home_cpu_moves},
+        {"loop_home_yields", c.home_yields},
         {"loop_woken_by_control", c.woken_by_control},
         {"loop_naps_timed_out", c.naps_timed_out},
         {"loop_rx_after_timeout", c.rx_after_timeout},

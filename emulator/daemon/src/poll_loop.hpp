@@ -35,6 +35,7 @@ struct LoopCounters {
     uint64_t stream_naps = 0;        // naps inside a stream (timed, frames do not end them)
     uint64_t colocated_kicks = 0;    // kicks that woke the loop from a client on its own core
     uint64_t home_cpu_moves = 0;     // --home-cpu: affinity changes (left home for a stream, came back)
+    uint64_t home_yields = 0;        // ... empty spin turns at home that yielded the core (sched_yield)
     // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
     // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
     // the nap ended). Stays 0 when the wake-up works; a non-zero value costs up to one nap cap
