@@ -110,7 +110,11 @@ try:
     check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_lat -s 2 -n 2000 runs")
     print("  ib_write_lat (t_min t_max t_typical ...):", line.group(0).strip() if line else out)
     yields = {dev: counters(dev).get("loop_home_yields", -1) for dev in ("rnic0", "rnic1")}
-    check(all(v > 0 for v in yields.values()), f"spinning at home, the loops yield the core to each other: {yields}")
+    # A loop whose own application kicks it from the home core does not spin (polling policy 6),
+    # so it has no empty spin turn to yield in; the loop serving the application on the other core
+    # spins after each answer. Which daemon that is depends on where the scheduler put perftest.
+    check(any(v > 0 for v in yields.values()),
+          f"spinning at home, a loop yields the core to the other: loop_home_yields {yields}")
 
     env["RNIC_TESTBED_HOME_CPU"] = "none"
     run(testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd, timeout=60)

@@ -9,6 +9,12 @@ namespace rnic::daemon {
 
 namespace {
 
+// The calling thread's affinity into `allowed`; the reason when it cannot be read.
+std::string read_affinity(cpu_set_t& allowed) {
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) return {};
+    return std::string("--home-cpu: cannot read the CPU affinity: ") + std::strerror(errno);
+}
+
 std::string unusable_in(int cpu, const cpu_set_t& allowed) {
     if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)) return {};
     return "--home-cpu " + std::to_string(cpu) + ": not among the " + std::to_string(CPU_COUNT(&allowed)) +
@@ -19,15 +25,13 @@ std::string unusable_in(int cpu, const cpu_set_t& allowed) {
 
 std::string HomeCpu::unusable(int cpu) {
     cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-        return std::string("--home-cpu: cannot read the CPU affinity: ") + std::strerror(errno);
+    if (std::string why = read_affinity(allowed); !why.empty()) return why;
     return unusable_in(cpu, allowed);
 }
 
-HomeCpu::HomeCpu(int cpu, uint64_t settle_ns) : cpu_(cpu), settle_ns_(settle_ns) {
-    if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0)
-        throw std::runtime_error(std::string("--home-cpu: cannot read the CPU affinity: ") + std::strerror(errno));
-    if (const std::string why = unusable_in(cpu, allowed_); !why.empty()) throw std::runtime_error(why);
+HomeCpu::HomeCpu(int cpu, uint64_t settle_ns) : settle_ns_(settle_ns) {
+    if (std::string why = read_affinity(allowed_); !why.empty()) throw std::runtime_error(why);
+    if (std::string why = unusable_in(cpu, allowed_); !why.empty()) throw std::runtime_error(why);
     CPU_ZERO(&home_);
     CPU_SET(cpu, &home_);
     if (sched_setaffinity(0, sizeof home_, &home_) != 0)

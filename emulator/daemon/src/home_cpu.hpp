@@ -29,7 +29,6 @@ public:
     // Each turn, from the loop's thread. Returns whether it changed the thread's affinity.
     bool follow(bool streaming, uint64_t now_ns);
 
-    int cpu() const noexcept { return cpu_; }
     bool at_home() const noexcept { return at_home_; }
     uint64_t moves() const noexcept { return moves_; }
     uint64_t refused() const noexcept { return refused_; }
@@ -37,7 +36,6 @@ public:
 private:
     bool apply(const cpu_set_t& set);
 
-    int cpu_;
     uint64_t settle_ns_;
     cpu_set_t home_{};
     cpu_set_t allowed_{};  // the thread's affinity at start: where a stream may go

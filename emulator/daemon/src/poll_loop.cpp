@@ -96,7 +96,7 @@ void PollLoop::turn() {
         for (const Lane& l : lanes_) d = earliest(d, l.dp.next_deadline());
         return d;
     };
-    if (home_) counters_.home_cpu_moves += home_->follow(idle_.streaming(now), now);
+    if (home_) home_->follow(idle_.streaming(now), now);
     if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) {
         nap(sleep_ns);
     } else if (work == 0 && home_ && home_->at_home()) {
@@ -274,7 +274,9 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
         {"loop_woken_by_rx", c.woken_by_rx},
         {"loop_woken_by_kick", c.woken_by_kick},
         {"loop_colocated_kicks", c.colocated_kicks},
-        {"loop_home_cpu_moves", c.home_cpu_moves},
+        // HomeCpu keeps its own counts: left home for a stream or came back, and the moves the kernel refused.
+        {"loop_home_cpu_moves", home_ ? home_->moves() : 0},
+        {"loop_home_cpu_move_errors", home_ ? home_->refused() : 0},
         {"loop_home_yields", c.home_yields},
         {"loop_woken_by_control", c.woken_by_control},
         {"loop_naps_timed_out", c.naps_timed_out},

@@ -34,8 +34,7 @@ struct LoopCounters {
     uint64_t naps_timed_out = 0;     // ... by the nap's length (a timer, the cap)
     uint64_t stream_naps = 0;        // naps inside a stream (timed, frames do not end them)
     uint64_t colocated_kicks = 0;    // kicks that woke the loop from a client on its own core
-    uint64_t home_cpu_moves = 0;     // --home-cpu: affinity changes (left home for a stream, came back)
-    uint64_t home_yields = 0;        // ... empty spin turns at home that yielded the core (sched_yield)
+    uint64_t home_yields = 0;        // --home-cpu: empty spin turns at home that yielded the core
     // A timed-out nap after which the next turn received frames the daemon serves (ARP, ICMP,
     // RoCEv2): a wake-up the port should have given and did not (or a frame that came just as
     // the nap ended). Stays 0 when the wake-up works; a non-zero value costs up to one nap cap
@@ -90,7 +89,6 @@ public:
     bool wakes_on_rx() const noexcept { return wake_on_rx_; }
     // From now on the loop's thread (the caller's) lives on this home core outside streams.
     void set_home_cpu(std::unique_ptr<HomeCpu> home) { home_ = std::move(home); }
-    const HomeCpu* home_cpu() const noexcept { return home_.get(); }
     const IdlePolicy& idle() const noexcept { return idle_; }
     const LoopCounters& counters() const noexcept { return counters_; }
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
