@@ -5,7 +5,10 @@ tools/testbed.sh gives both daemons of `--daemons both` the same home core. Each
 live there while idle, may run on every CPU it was allowed during a stream (a 64 KiB
 ib_write_bw), and be home again once the stream is over; moves come in pairs. With
 RNIC_TESTBED_HOME_CPU=none the loops keep every CPU. A CPU outside rnicd's affinity is refused at
-start with its reason, before the daemon creates anything. No figure is judged.
+start with its reason, before the daemon creates anything. Policy 9: a latency test sends no loop
+off its client's core, while a 64 B WRITE stream whose client is pinned to the home core sends
+the sending daemon's loop off that core for the stream, and home again after. No figure is
+judged.
 Usage: check_home_cpu.py TESTBED_SH RNICD RNIC_RUN RNICCTL"""
 import os
 import re
@@ -52,8 +55,9 @@ def counters(dev):
     return {k: int(v) for k, v in re.findall(r"^\s*(\w+)\s+(\d+)\s*$", text, re.M)}
 
 
-def perftest(ns, prog, args, port, timeout=60):
-    """Server on rnic0, client on rnic1, both in namespace A; returns both exit codes and output."""
+def perftest(ns, prog, args, port, timeout=60, client_cpu=None):
+    """Server on rnic0, client on rnic1 (pinned to `client_cpu` if given), both in namespace A;
+    returns both processes."""
     common = [rnic_run, "--run-dir", run_dir, prog, "-x", "0", "-F", "-p", str(port), *args]
     server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
@@ -61,7 +65,8 @@ def perftest(ns, prog, args, port, timeout=60):
         if f":{port} " in run("ip", "netns", "exec", ns, "ss", "-Hltn").stdout:
             break
         time.sleep(0.1)
-    client = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic1", "127.0.0.1"],
+    pin = [] if client_cpu is None else ["taskset", "-c", str(client_cpu)]
+    client = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *pin, *common, "-d", "rnic1", "127.0.0.1"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     return server, client
 
@@ -104,6 +109,7 @@ try:
         moves = stats[dev].get("loop_home_cpu_moves", -1)
         check(moves >= 2 and moves % 2 == 0, f"{dev}: loop_home_cpu_moves {moves}: it left and came back, in pairs")
 
+    before = {dev: counters(dev) for dev in ("rnic0", "rnic1")}
     server, client = perftest(ns_a, "ib_write_lat", ["-s", "2", "-n", "2000"], 18701)
     out = client.communicate(timeout=90)[0] + server.communicate(timeout=30)[0]
     line = re.search(r"^\s*2\s+2000\s+.*$", out, re.M)
@@ -115,6 +121,40 @@ try:
     # spins after each answer. Which daemon that is depends on where the scheduler put perftest.
     check(any(v > 0 for v in yields.values()),
           f"spinning at home, a loop yields the core to the other: loop_home_yields {yields}")
+
+    after = {dev: counters(dev) for dev in ("rnic0", "rnic1")}
+    left = {dev: after[dev].get("loop_client_core_moves", -1) - before[dev].get("loop_client_core_moves", 0)
+            for dev in after}
+    check(all(v == 0 for v in left.values()),
+          f"a latency test sends no loop off its client's core (policy 9): loop_client_core_moves {left}")
+
+    # Policy 9: perftest's client pinned to the home core, where the sending daemon's loop (rnic1,
+    # B) lives while idle. Its 64 B WRITEs stream in with a doorbell each while the loop naps for
+    # it; the loop must leave that core for the stream and come home after it.
+    if len(mine) > 1:
+        before = counters("rnic1")
+        server, client = perftest(ns_a, "ib_write_bw", ["-s", "64", "-D", "2"], 18702, client_cpu=home)
+        off_home = False
+        deadline = time.monotonic() + 70
+        while client.poll() is None and time.monotonic() < deadline:
+            off_home |= home not in allowed(p["b"])
+            time.sleep(0.02)
+        out = client.communicate(timeout=30)[0] + server.communicate(timeout=30)[0]
+        line = re.search(r"^\s*64\s+\d+.*$", out, re.M)
+        check(client.returncode == 0 and server.returncode == 0 and line is not None,
+              f"ib_write_bw -s 64 -D 2 runs with its client pinned to CPU {home}")
+        print("  ib_write_bw -s 64, client on the home core:", line.group(0).strip() if line else out)
+        time.sleep(0.5)
+        stats = counters("rnic1")
+        moved = stats.get("loop_client_core_moves", -1) - before.get("loop_client_core_moves", 0)
+        check(moved >= 1 and off_home,
+              f"rnic1's loop left CPU {home}, its streaming client's core (loop_client_core_moves +{moved}, "
+              f"seen off it: {off_home})")
+        check(allowed(p["b"]) == {home}, "rnicd b is home again after the client's stream")
+        home_moves = stats.get("loop_home_cpu_moves", -1)
+        check(home_moves % 2 == 0, f"rnic1: loop_home_cpu_moves {home_moves}: still in pairs")
+    else:
+        print("  (one CPU: no other core to leave a client's for)")
 
     env["RNIC_TESTBED_HOME_CPU"] = "none"
     run(testbed, "up", "--daemons", "both", "--one-run-dir", "--rnicd", rnicd, timeout=60)

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (opt.home_cpu) {
-        if (const std::string why = daemon::HomeCpu::unusable(*opt.home_cpu); !why.empty()) {
+        if (const std::string why = daemon::LoopPlacement::unusable(*opt.home_cpu); !why.empty()) {
             std::fprintf(stderr, "rnicd: %s\n", why.c_str());
             return 2;
         }
@@ -274,13 +274,15 @@ int main(int argc, char** argv) {
     loop_counters = &loop;
     loop.set_latency_trace(opt.latency_trace);
     apply_sched(opt.sched, opt.busy_poll);
-    if (opt.home_cpu) {
-        try {
-            loop.set_home_cpu(std::make_unique<daemon::HomeCpu>(*opt.home_cpu));
-        } catch (const std::exception& e) {
+    try {
+        loop.set_placement(std::make_unique<daemon::LoopPlacement>(opt.home_cpu));
+    } catch (const std::exception& e) {
+        // Without a home, placement is only policy 9's help: the loop runs where the kernel puts it.
+        if (opt.home_cpu) {
             spdlog::critical("{}", e.what());
             return 1;
         }
+        spdlog::warn("loop placement off: {}", e.what());
     }
 
     for (Device& d : devices) {

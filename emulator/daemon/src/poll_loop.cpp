@@ -14,6 +14,10 @@ namespace {
 constexpr uint64_t kControlEveryTurns = 64;
 constexpr uint64_t kControlEveryNs = 50'000;
 
+// Policy 9 (loop_placement.hpp): how many kicks in a row from the loop's own core, each after WQEs
+// and no completion delivered, make the loop leave that core.
+constexpr uint32_t kStreamingKicks = 4;
+
 IdlePolicy::Config with_wake(IdlePolicy::Config c, bool wake) {
     c.wake_on_rx = wake;
     return c;
@@ -96,10 +100,10 @@ void PollLoop::turn() {
         for (const Lane& l : lanes_) d = earliest(d, l.dp.next_deadline());
         return d;
     };
-    if (home_) home_->follow(idle_.streaming(now), now);
+    if (placement_) placement_->follow(idle_.streaming(now), work > 0, now);
     if (const uint64_t sleep_ns = idle_.after_poll(work, now, deadline)) {
         nap(sleep_ns);
-    } else if (work == 0 && home_ && home_->at_home()) {
+    } else if (work == 0 && placement_ && placement_->at_home()) {
         // An empty turn of the spin on the home core: the loop that shares it (the other daemon
         // of a bed, just woken by our frame) waits behind us at the same FIFO priority, and
         // sched_yield() lets it run now rather than after our spin window; with none waiting it
@@ -230,7 +234,33 @@ void PollLoop::note_kick() {
     const int cpu = sched_getcpu();
     const bool same = cpu >= 0 && static_cast<uint32_t>(cpu) == kicker;
     counters_.colocated_kicks += same;
-    idle_.note_kick(clock_(), same);
+    const uint64_t now = clock_();
+    idle_.note_kick(now, same);
+    // Policy 9: a client on our core that keeps posting while no completion reaches it (none
+    // between its doorbells: a stream, signalled every hundredth WQE or so) runs only while we
+    // nap, one doorbell per nap: the loop leaves its core. A latency test waits for a completion
+    // before each post.
+    const host::server::HostService::Activity now_activity = activity();
+    const bool streaming_kick = same && now_activity.wqes_posted != activity_at_last_kick_.wqes_posted &&
+                                now_activity.cqes_delivered == activity_at_last_kick_.cqes_delivered;
+    activity_at_last_kick_ = now_activity;
+    if (!streaming_kick) {
+        streaming_kicks_ = 0;
+        return;
+    }
+    if (++streaming_kicks_ < kStreamingKicks || !placement_) return;
+    streaming_kicks_ = 0;
+    placement_->leave_client_cpu(static_cast<int>(kicker), now);
+}
+
+host::server::HostService::Activity PollLoop::activity() const {
+    host::server::HostService::Activity sum;
+    for (const Lane& l : lanes_) {
+        const auto a = l.host.activity();
+        sum.wqes_posted += a.wqes_posted;
+        sum.cqes_delivered += a.cqes_delivered;
+    }
+    return sum;
 }
 
 void PollLoop::trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns) {
@@ -274,9 +304,11 @@ std::vector<std::pair<std::string, uint64_t>> PollLoop::counter_list() const {
         {"loop_woken_by_rx", c.woken_by_rx},
         {"loop_woken_by_kick", c.woken_by_kick},
         {"loop_colocated_kicks", c.colocated_kicks},
-        // HomeCpu keeps its own counts: left home for a stream or came back, and the moves the kernel refused.
-        {"loop_home_cpu_moves", home_ ? home_->moves() : 0},
-        {"loop_home_cpu_move_errors", home_ ? home_->refused() : 0},
+        // LoopPlacement keeps its own counts: left home for a stream or came back, left a streaming
+        // client's core, and the moves the kernel refused.
+        {"loop_home_cpu_moves", placement_ ? placement_->home_moves() : 0},
+        {"loop_client_core_moves", placement_ ? placement_->client_moves() : 0},
+        {"loop_home_cpu_move_errors", placement_ ? placement_->refused() : 0},
         {"loop_home_yields", c.home_yields},
         {"loop_woken_by_control", c.woken_by_control},
         {"loop_naps_timed_out", c.naps_timed_out},

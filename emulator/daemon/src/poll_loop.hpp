@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "datapath.hpp"
-#include "home_cpu.hpp"
+#include "loop_placement.hpp"
 #include "idle_policy.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "rnic/port/port_io.hpp"
@@ -87,8 +87,9 @@ public:
     void turn();
 
     bool wakes_on_rx() const noexcept { return wake_on_rx_; }
-    // From now on the loop's thread (the caller's) lives on this home core outside streams.
-    void set_home_cpu(std::unique_ptr<HomeCpu> home) { home_ = std::move(home); }
+    // From now on the loop's thread (the caller's) is placed by this: its home core outside
+    // streams, if it has one, and off the core of a client streaming from it (policies 8, 9).
+    void set_placement(std::unique_ptr<LoopPlacement> placement) { placement_ = std::move(placement); }
     const IdlePolicy& idle() const noexcept { return idle_; }
     const LoopCounters& counters() const noexcept { return counters_; }
     std::vector<std::pair<std::string, uint64_t>> counter_list() const;
@@ -102,6 +103,7 @@ private:
     void nap(uint64_t sleep_ns);
     size_t traced_lane_turn(Lane& l, uint64_t now);
     void note_kick();
+    host::server::HostService::Activity activity() const;  // every lane's WQEs and CQEs so far
     void trace_nap(host::server::NapEnd end, uint64_t nap_start, uint64_t woke, uint64_t asked_ns);
     static int64_t realtime_minus_monotonic();
     size_t poll_ports(uint64_t now);
@@ -119,7 +121,9 @@ private:
     bool trace_ = false;
     LoopHops hops_;
     uint64_t last_rx_ns_ = 0;  // tracing: when the newest frames not yet followed by completions came
-    std::unique_ptr<HomeCpu> home_;
+    std::unique_ptr<LoopPlacement> placement_;
+    host::server::HostService::Activity activity_at_last_kick_;
+    uint32_t streaming_kicks_ = 0;  // in a row: kicks from our core after WQEs and no completion
 };
 
 }  // namespace rnic::daemon
