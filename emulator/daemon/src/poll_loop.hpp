@@ -124,6 +124,7 @@ private:
     std::unique_ptr<LoopPlacement> placement_;
     host::server::HostService::Activity activity_at_last_kick_;
     uint32_t streaming_kicks_ = 0;  // in a row: kicks from our core after WQEs and no completion
+    uint64_t streaming_kicks_since_ = 0;  // the first of them
 };
 
 }  // namespace rnic::daemon

@@ -147,7 +147,7 @@ TEST_CASE("client core: without a home, the loop leaves a streaming client's CPU
     });
 }
 
-TEST_CASE("client core: a client on the home core sends the loop away, home again after it; a client that follows waits") {
+TEST_CASE("client core: a client on the home core sends the loop away, home again after it, and a client that follows waits") {
     const std::vector<int> allowed = cpus_of(current_affinity());
     if (allowed.size() < 2) {
         WARN("one CPU: there is no other core to leave for");
