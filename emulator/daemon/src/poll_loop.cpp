@@ -254,7 +254,8 @@ void PollLoop::note_kick() {
     if (streaming_kicks_++ == 0) streaming_kicks_since_ = now;
     if (streaming_kicks_ < kStreamingKicks || !placement_) return;
     streaming_kicks_ = 0;
-    if (now - streaming_kicks_since_ <= kStreamingKicksWithinNs) placement_->leave_client_cpu(static_cast<int>(kicker), now);
+    if (now - streaming_kicks_since_ <= kStreamingKicksWithinNs)
+        placement_->leave_client_cpu(static_cast<int>(kicker), now);
 }
 
 host::server::HostService::Activity PollLoop::activity() const {
