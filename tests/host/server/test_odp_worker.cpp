@@ -2,10 +2,13 @@
 // microseconds; a copy into pages whose faults nobody serves (userfaultfd, as root) makes the
 // access Pending after the short wait, the worker busy (later accesses Pending at once, no wait),
 // the per-client budget bounds the waiting, the notifier tells the loop when the stuck copy ends
-// (the child's exit takes its userfaultfd away) and the worker thread is gone afterwards.
+// (the child's exit takes its userfaultfd away) and the worker thread is gone afterwards; a
+// worker started from a thread pinned to one CPU runs on every CPU the process had at start.
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -15,8 +18,10 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "peer_process.hpp"
@@ -272,4 +277,57 @@ TEST_CASE("ODP worker: the per-client budget bounds repeated waits") {
     CHECK(held_ms < 12.0 + 30.0);  // the budget, and slack for a loaded machine
     CHECK(odp_worker_totals().budget_pending >= budget_before + 7);
     (void)notifier->take();
+}
+
+namespace {
+
+std::set<pid_t> own_threads() {
+    std::set<pid_t> tids;
+    DIR* dir = opendir("/proc/self/task");
+    REQUIRE(dir != nullptr);
+    for (int i = 0; i < 4096; ++i) {  // bounded: a test process has a handful of threads
+        const dirent* e = readdir(dir);
+        if (!e) break;
+        if (e->d_name[0] != '.') tids.insert(static_cast<pid_t>(std::atoi(e->d_name)));
+    }
+    closedir(dir);
+    return tids;
+}
+
+}  // namespace
+
+TEST_CASE("ODP worker: runs on every CPU the daemon had at start, not only where the poll thread is pinned") {
+    cpu_set_t start;
+    REQUIRE(sched_getaffinity(0, sizeof start, &start) == 0);  // the test's main thread: never pinned
+    if (CPU_COUNT(&start) < 2) {
+        WARN("one CPU: nothing to tell apart");
+        return;
+    }
+    Child child(false);
+    // The worker is started from a thread pinned to one CPU, as rnicd's poll thread is at home.
+    std::thread opener([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &start)) {
+                CPU_SET(c, &one);
+                break;
+            }
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+        const std::set<pid_t> before = own_threads();
+        auto m = ProcessMemory::open(child.id());
+        REQUIRE(m);
+        std::set<pid_t> added;
+        for (pid_t t : own_threads())
+            if (!before.count(t)) added.insert(t);
+        REQUIRE(added.size() == 1);
+        cpu_set_t worker;
+        REQUIRE(sched_getaffinity(*added.begin(), sizeof worker, &worker) == 0);
+        CHECK(CPU_EQUAL(&worker, &start));
+        CHECK(CPU_COUNT(&worker) == CPU_COUNT(&start));
+        cpu_set_t mine;
+        REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+        CHECK(CPU_EQUAL(&mine, &one));  // the opener keeps its own
+    });
+    opener.join();
 }

@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -62,6 +63,18 @@ struct Totals {
         budget_pending{0};
 };
 Totals g_totals;
+
+// Where the daemon could run when it started, read before main() (static initialisation), so
+// before the poll thread pins itself (rnicd --home-cpu, docs/daemon.md policies 8 and 9). A worker
+// is started from the poll thread and would inherit whatever CPU set it has at that moment: a
+// worker started while the loop sat on its home core would copy on that core for good, taking
+// turns with the loop at the same FIFO priority. Empty when it could not be read: inherit then.
+struct StartCpus {
+    cpu_set_t set{};
+    bool known = false;
+    StartCpus() { known = sched_getaffinity(0, sizeof set, &set) == 0; }
+};
+const StartCpus g_start_cpus;
 
 bool pidfd_alive(int pidfd) noexcept {
     pollfd pfd{pidfd, POLLIN, 0};
@@ -169,11 +182,15 @@ std::shared_ptr<ProcessMemory> ProcessMemory::open(const ProcessId& p, std::shar
     // Counted from here, not from the thread's start: on a loaded machine it may start late.
     g_totals.workers_alive.fetch_add(1);
     try {
-        std::thread([w = worker] {
+        std::thread thread([w = worker] {
             w->run();
             if (w->orphaned.load()) g_totals.workers_stuck.fetch_sub(1);
             g_totals.workers_alive.fetch_sub(1);
-        }).detach();
+        });
+        // A refusal leaves the inherited set: placement only, never correctness.
+        if (g_start_cpus.known)
+            (void)pthread_setaffinity_np(thread.native_handle(), sizeof g_start_cpus.set, &g_start_cpus.set);
+        thread.detach();
     } catch (const std::system_error& e) {
         g_totals.workers_alive.fetch_sub(1);
         pthread_sigmask(SIG_SETMASK, &old, nullptr);
