@@ -12,12 +12,11 @@ judged.
 Usage: check_home_cpu.py TESTBED_SH RNICD RNIC_RUN RNICCTL"""
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
 
-from systest import Checks, make_run
+from systest import Checks, make_run, start_pair
 
 testbed, rnicd, rnic_run, rnicctl = sys.argv[1:5]
 env = dict(os.environ)
@@ -58,17 +57,8 @@ def counters(dev):
 def perftest(ns, prog, args, port, timeout=60, client_cpu=None):
     """Server on rnic0, client on rnic1 (pinned to `client_cpu` if given), both in namespace A;
     returns both processes."""
-    common = [rnic_run, "--run-dir", run_dir, prog, "-x", "0", "-F", "-p", str(port), *args]
-    server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    for _ in range(100):  # bounded wait until the server listens
-        if f":{port} " in run("ip", "netns", "exec", ns, "ss", "-Hltn").stdout:
-            break
-        time.sleep(0.1)
-    pin = [] if client_cpu is None else ["taskset", "-c", str(client_cpu)]
-    client = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *pin, *common, "-d", "rnic1", "127.0.0.1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    return server, client
+    pin = () if client_cpu is None else ("taskset", "-c", str(client_cpu))
+    return start_pair(rnic_run, run_dir, ns, [prog, "-x", "0", "-F", "-p", str(port), *args], port, timeout, pin)
 
 
 mine = os.sched_getaffinity(0)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from systest import Checks
+from systest import Checks, run_pair
 
 rnicd, rnic_run, rnicctl, rnic_pcap = sys.argv[1:5]
 tag = f"rnicmp{os.getpid() % 100000}"  # unique per run: parallel runs do not collide
@@ -67,16 +67,7 @@ def tear_down():
 def perftest_pair(prog, *args, timeout=60):
     """Server on rnic0, client on rnic1, TCP set-up over the namespace's loopback."""
     port = str(20000 + os.getpid() % 12000)
-    common = [rnic_run, "--run-dir", run_dir, prog, "-x", "0", "-F", "-p", port, *args]
-    server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    for _ in range(100):  # bounded wait until the server listens
-        if f":{port} " in in_ns("ss", "-Hltn").stdout:
-            break
-        time.sleep(0.1)
-    client = in_ns("timeout", str(timeout), *common, "-d", "rnic1", "127.0.0.1", timeout=timeout + 10, check_rc=False)
-    out, _ = server.communicate(timeout=timeout + 10)
-    return server.returncode, client.returncode, out, client.stdout + client.stderr
+    return run_pair(rnic_run, run_dir, ns, [prog, "-x", "0", "-F", "-p", port, *args], port, timeout)
 
 
 def pingpong(*args, timeout=60):

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from systest import Checks
+from systest import Checks, run_pair
 
 pmd, testbed, rnicd, rnic_run, rnicctl, rnic_pcap = sys.argv[1:7]
 # What each driver must show: its name and wake-up in the start-up line, the veth MTU testbed.sh
@@ -60,17 +60,8 @@ def in_ns(ns, *args, timeout=30, check_rc=True):
 
 def pair(ns, prog, args, port, timeout=60):
     """Server on rnic0, client on rnic1, both in namespace A, the TCP set-up over its loopback."""
-    common = [rnic_run, "--run-dir", run_dir, prog, *args]
-    server = subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *common, "-d", "rnic0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    for _ in range(100):  # bounded wait until the server listens
-        if f":{port} " in in_ns(ns, "ss", "-Hltn").stdout:
-            break
-        time.sleep(0.1)
-    client = in_ns(ns, "timeout", str(timeout), *common, "-d", "rnic1", "127.0.0.1", timeout=timeout + 10,
-                   check_rc=False)
-    out, _ = server.communicate(timeout=timeout + 10)
-    return server.returncode, client.returncode, out + client.stdout + client.stderr
+    server_rc, client_rc, server_out, client_out = run_pair(rnic_run, run_dir, ns, [prog, *args], port, timeout)
+    return server_rc, client_rc, server_out + client_out
 
 
 def counters(dev):

@@ -22,6 +22,48 @@ def make_run(env):
     return run
 
 
+def start_pair(rnic_run, run_dir, ns, command, port, timeout=60, client_prefix=()):
+    """An RDMA server and client through rnic-run in namespace `ns`, as perftest and rdma-core's
+    pingpongs pair up: the server on rnic0, then, once its TCP set-up port listens (a bounded
+    wait), the client on rnic1 reaching it over the namespace's loopback. `command` is the program
+    and its arguments, the same on both sides; `client_prefix` goes before the client's (taskset).
+    Each side runs under `timeout`. Returns both processes, stdout and stderr merged."""
+    common = [rnic_run, "--run-dir", run_dir, *command]
+
+    def spawn(*args):
+        return subprocess.Popen(["ip", "netns", "exec", ns, "timeout", str(timeout), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                stdin=subprocess.DEVNULL)
+
+    server = spawn(*common, "-d", "rnic0")
+    for _ in range(100):  # bounded wait until the server listens
+        listening = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn"], capture_output=True, text=True,
+                                   timeout=10, stdin=subprocess.DEVNULL).stdout
+        if f":{port} " in listening or server.poll() is not None:
+            break
+        time.sleep(0.1)
+    client = spawn(*client_prefix, *common, "-d", "rnic1", "127.0.0.1")
+    return server, client
+
+
+def finish_pair(server, client, timeout=60):
+    """Waits for a pair start_pair started (each side at most `timeout` + 10 s, then killed):
+    (server exit status, client exit status, server output, client output)."""
+    outputs = []
+    for p in (client, server):
+        try:
+            outputs.append(p.communicate(timeout=timeout + 10)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outputs.append(p.communicate(timeout=10)[0])
+    return server.returncode, client.returncode, outputs[1], outputs[0]
+
+
+def run_pair(rnic_run, run_dir, ns, command, port, timeout=60, client_prefix=()):
+    """start_pair, then finish_pair."""
+    return finish_pair(*start_pair(rnic_run, run_dir, ns, command, port, timeout, client_prefix), timeout)
+
+
 class Checks:
     """check(cond, what) prints ok/FAIL and remembers failures. With verdict_first, the progress
     lines are held until finish(), which prints PASSED or FAILED with the first failures, then
