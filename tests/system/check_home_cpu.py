@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from systest import Checks, make_run, start_pair
+from systest import Checks, finish_pair, make_run, start_pair
 
 testbed, rnicd, rnic_run, rnicctl = sys.argv[1:5]
 env = dict(os.environ)
@@ -81,9 +81,10 @@ try:
         for side in ("a", "b"):
             away[side] |= allowed(p[side]) != {home}
         time.sleep(0.02)
-    out = client.communicate(timeout=30)[0] + server.communicate(timeout=30)[0]
+    server_rc, client_rc, server_out, client_out = finish_pair(server, client)
+    out = client_out + server_out
     line = re.search(r"^\s*65536\s+\d+.*$", out, re.M)
-    check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_bw -s 65536 -D 3 runs")
+    check(client_rc == 0 and server_rc == 0 and line is not None, "ib_write_bw -s 65536 -D 3 runs")
     print("  ib_write_bw:", line.group(0).strip() if line else out)
     if len(mine) > 1:
         for side in ("a", "b"):
@@ -101,9 +102,10 @@ try:
 
     before = {dev: counters(dev) for dev in ("rnic0", "rnic1")}
     server, client = perftest(ns_a, "ib_write_lat", ["-s", "2", "-n", "2000"], 18701)
-    out = client.communicate(timeout=90)[0] + server.communicate(timeout=30)[0]
+    server_rc, client_rc, server_out, client_out = finish_pair(server, client)
+    out = client_out + server_out
     line = re.search(r"^\s*2\s+2000\s+.*$", out, re.M)
-    check(client.returncode == 0 and server.returncode == 0 and line is not None, "ib_write_lat -s 2 -n 2000 runs")
+    check(client_rc == 0 and server_rc == 0 and line is not None, "ib_write_lat -s 2 -n 2000 runs")
     print("  ib_write_lat (t_min t_max t_typical ...):", line.group(0).strip() if line else out)
     yields = {dev: counters(dev).get("loop_home_yields", -1) for dev in ("rnic0", "rnic1")}
     # A loop whose own application kicks it from the home core does not spin (polling policy 6),
@@ -129,9 +131,10 @@ try:
         while client.poll() is None and time.monotonic() < deadline:
             off_home |= home not in allowed(p["b"])
             time.sleep(0.02)
-        out = client.communicate(timeout=30)[0] + server.communicate(timeout=30)[0]
+        server_rc, client_rc, server_out, client_out = finish_pair(server, client)
+        out = client_out + server_out
         line = re.search(r"^\s*64\s+\d+.*$", out, re.M)
-        check(client.returncode == 0 and server.returncode == 0 and line is not None,
+        check(client_rc == 0 and server_rc == 0 and line is not None,
               f"ib_write_bw -s 64 -D 2 runs with its client pinned to CPU {home}")
         print("  ib_write_bw -s 64, client on the home core:", line.group(0).strip() if line else out)
         time.sleep(0.5)

@@ -49,14 +49,16 @@ def start_pair(rnic_run, run_dir, ns, command, port, timeout=60, client_prefix=(
 def finish_pair(server, client, timeout=60):
     """Waits for a pair start_pair started (each side at most `timeout` + 10 s, then killed):
     (server exit status, client exit status, server output, client output)."""
-    outputs = []
-    for p in (client, server):
+    def wait(p):
         try:
-            outputs.append(p.communicate(timeout=timeout + 10)[0])
+            return p.communicate(timeout=timeout + 10)[0]
         except subprocess.TimeoutExpired:
             p.kill()
-            outputs.append(p.communicate(timeout=10)[0])
-    return server.returncode, client.returncode, outputs[1], outputs[0]
+            return p.communicate(timeout=10)[0]
+
+    client_out = wait(client)
+    server_out = wait(server)
+    return server.returncode, client.returncode, server_out, client_out
 
 
 def run_pair(rnic_run, run_dir, ns, command, port, timeout=60, client_prefix=()):

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "datapath.hpp"
-#include "loop_placement.hpp"
 #include "idle_policy.hpp"
+#include "loop_placement.hpp"
 #include "rnic/host/server/host_service.hpp"
 #include "rnic/port/port_io.hpp"
 

@@ -2,8 +2,8 @@
 
 #include <linux/futex.h>
 #include <poll.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
