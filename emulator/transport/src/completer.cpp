@@ -323,6 +323,8 @@ void Completer::retire(QueuePair& qp) {
             if (w.info().kind == WrClass::Atomic || w.info().kind == WrClass::AtomicWrite) wc.byte_len = 8;
             if (w.info().kind == WrClass::Flush) wc.byte_len = w.length;
             core_.complete(qp, qp.init.send_cq, wc);
+        } else {
+            ++core_.room_seq;
         }
         sq.pop_front();
     }

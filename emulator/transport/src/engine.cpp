@@ -589,8 +589,8 @@ std::optional<QpCongestionInfo> Engine::qp_congestion(uint32_t qpn) const noexce
     info.cnps_sent = qp->counters.cnps_sent;
     return info;
 }
-uint64_t Engine::completion_seq() const noexcept {
-    return core_->completion_seq;
+uint64_t Engine::room_seq() const noexcept {
+    return core_->room_seq;
 }
 bool Engine::has_async_events() const noexcept {
     return !core_->events.empty();

@@ -101,7 +101,7 @@ void EngineCore::touch_qpc(uint32_t qpn) noexcept {
 
 void EngineCore::complete(QueuePair& qp, uint32_t cq_handle, const WorkCompletion& wc) {
     ++qp.counters.completions;
-    ++completion_seq;
+    ++room_seq;
     if (wc.status != WcStatus::Success) ++qp.counters.error_completions;
     CompletionQueue* cq = cqs.find(cq_handle);
     if (!cq) return;

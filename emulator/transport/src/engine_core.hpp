@@ -151,7 +151,7 @@ public:
     uint64_t busy_until = 0;  // processing time charged (cache misses) delays transmission
     bool tx_full = false;     // the sink ran out of room during this transmit
     DeviceCounters counters;
-    uint64_t completion_seq = 0;
+    uint64_t room_seq = 0;  // Engine::room_seq()
 
     Requester requester{*this};
     Responder responder{*this};

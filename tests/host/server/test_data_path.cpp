@@ -122,6 +122,37 @@ TEST_CASE("a WQE the engine refuses completes with IBV_WC_LOC_QP_OP_ERR") {
     CHECK(cqes[0].status == 2);
 }
 
+TEST_CASE("WQEs waiting in the ring for room in the engine go in once unsignaled WQEs before them are acknowledged") {
+    // The engine holds up to max_send_wr of a QP's WQEs, more wait in the ring until some leave.
+    // Unsignaled WQEs leave without a completion: the waiting queue must be tried again all the
+    // same, or what waits behind an engine full of unsignaled WRITEs stays in the ring until the
+    // next doorbell, which an application waiting for the signaled WQE among them never rings.
+    Rig rig;
+    ClientSession s(rig);
+    ClientQp a = s.create_qp();
+    ClientQp b = s.create_qp();
+    s.connect(a.qpn, b.qpn, kOwnGid);
+    s.connect(b.qpn, a.qpn, kOwnGid);
+    const uint64_t base = reinterpret_cast<uint64_t>(s.buf.data);
+    std::memcpy(s.buf.data, "unsignal", 8);
+    const uint32_t depth = a.sq.size();
+    const auto write = [&](uint32_t i, uint32_t flags) {
+        s.post_send(a, i, /*IBV_WR_RDMA_WRITE*/ 0, base, 8, flags, base + 8192 + 8 * i);
+    };
+    for (uint32_t i = 0; i < depth; ++i) write(i, 0);
+    rig.turn();  // into the engine, which is full now
+    REQUIRE(a.sq.header().consumer.load() == depth);
+    for (uint32_t i = depth; i < 2 * depth - 1; ++i) write(i, 0);
+    write(2 * depth - 1, /*SIGNALED*/ 2);
+    const auto cqes = s.wait_cqes(1);
+    CHECK(rig.host->stats_json().find("\"host_wqes_engine_full\":0,") == std::string::npos);  // it did wait
+    REQUIRE(cqes.size() == 1);
+    CHECK(cqes[0].wr_id == 2 * depth - 1);
+    CHECK(cqes[0].status == 0);
+    CHECK(a.sq.header().consumer.load() == 2 * depth);
+    for (uint32_t i = 0; i < 2 * depth; ++i) CHECK(std::memcmp(s.buf.data + 8192 + 8 * i, "unsignal", 8) == 0);
+}
+
 TEST_CASE("a corrupt ring moves the QP to error and raises IBV_EVENT_QP_FATAL") {
     Rig rig;
     ClientSession s(rig);

@@ -309,10 +309,10 @@ size_t HostService::Impl::scan_work_queues() {
         });
         if (rang && latency_trace) note_doorbell_stamp(session);
     }
-    // Queues the engine had no room for try again once it completed something (room appears
-    // only as work completes), not every turn.
-    if (!waiting_for_room.empty() && engine.completion_seq() != room_seq) {
-        room_seq = engine.completion_seq();
+    // Queues the engine had no room for try again once work left it (a completion, or an
+    // unsignaled WQE retired without one), not every turn.
+    if (!waiting_for_room.empty() && engine.room_seq() != room_seq) {
+        room_seq = engine.room_seq();
         auto retry = [this](QueueRef ref, auto& q) {
             q.room_listed = false;
             if (q.waiting != Waiting::ForRoom) return;

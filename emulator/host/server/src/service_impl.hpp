@@ -116,7 +116,7 @@ struct HostService::Impl {
     std::unordered_map<uint32_t, std::unique_ptr<HostSrq>> srqs;
 
     // Work queues with WQEs to read (their doorbell rang, or a turn's share left some), oldest
-    // first; and those the engine had no room for, tried again once it completes something.
+    // first; and those the engine had no room for, tried again once work leaves it.
     common::RingBuffer<QueueRef> pending;
     std::vector<QueueRef> waiting_for_room;
     uint64_t room_seq = 0;

@@ -232,8 +232,9 @@ public:
     std::vector<std::pair<std::string_view, uint64_t>> cache_counters() const;
     const EngineConfig& config() const noexcept;
     bool has_pending_work() const noexcept;
-    // Bumped by every completion pushed to any CQ.
-    uint64_t completion_seq() const noexcept;
+    // Bumped whenever a work request leaves the engine, which is when its queue has room again:
+    // every completion pushed to a CQ, and every unsignaled send WQE retired without one.
+    uint64_t room_seq() const noexcept;
     bool has_async_events() const noexcept;
     size_t qp_count() const noexcept;
     size_t cq_count() const noexcept;
