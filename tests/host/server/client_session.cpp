@@ -114,6 +114,11 @@ abi::ModifyQpRequest ClientSession::rtr_request(uint32_t qpn, const wire::Gid& p
     return abi::ModifyQpRequest{qpn, mask, attr};
 }
 
+void ClientSession::connect_pair(const ClientQp& a, const ClientQp& b, const wire::Gid& gid, uint8_t sgid_index) {
+    connect(a.qpn, b.qpn, gid, sgid_index);
+    connect(b.qpn, a.qpn, gid, sgid_index);
+}
+
 void ClientSession::connect(uint32_t qpn, uint32_t dest, const wire::Gid& dgid, uint8_t sgid_index) {
     abi::QpAttr a{};
     a.qp_state = 1;

@@ -66,6 +66,8 @@ struct ClientSession {
     abi::ModifyQpRequest rtr_request(uint32_t qpn, const wire::Gid& peer, uint8_t sgid_index);
     // RESET -> INIT -> RTR -> RTS towards `dest` at `dgid`.
     void connect(uint32_t qpn, uint32_t dest, const wire::Gid& dgid, uint8_t sgid_index = 0);
+    // Two QPs of this session connected to each other through `gid` (one of our own: loopback).
+    void connect_pair(const ClientQp& a, const ClientQp& b, const wire::Gid& gid, uint8_t sgid_index = 0);
 
     void post_recv(ClientQp& qp, uint64_t wr_id, uint64_t addr, uint32_t length);
     void post_send(ClientQp& qp, uint64_t wr_id, uint8_t opcode, uint64_t addr, uint32_t length, uint32_t flags,

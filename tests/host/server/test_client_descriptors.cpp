@@ -134,8 +134,7 @@ TEST_CASE("full notification sockets whose O_NONBLOCK the client cleared do not 
     ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
-    s.connect(a.qpn, b.qpn, kOwnGid);
-    s.connect(b.qpn, a.qpn, kOwnGid);
+    s.connect_pair(a, b, kOwnGid);
     RawClient other_client(rig.host->socket_path());
     REQUIRE(rig.hello(other_client).header.status == 0);
 

@@ -28,8 +28,7 @@ TEST_CASE("a SEND and an RDMA WRITE through the rings, between two QPs of this d
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
     CHECK(a.reply.sq_stride == abi::send_stride(2, 64));
-    s.connect(a.qpn, b.qpn, sgid ? kOwnGid6 : kOwnGid, sgid);
-    s.connect(b.qpn, a.qpn, sgid ? kOwnGid6 : kOwnGid, sgid);
+    s.connect_pair(a, b, sgid ? kOwnGid6 : kOwnGid, sgid);
 
     // Arm the CQ: the first completion signals the channel.
     s.cq.ring.header().arm.store(abi::kArmNext);
@@ -131,8 +130,7 @@ TEST_CASE("WQEs waiting in the ring for room in the engine go in once unsignaled
     ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
-    s.connect(a.qpn, b.qpn, kOwnGid);
-    s.connect(b.qpn, a.qpn, kOwnGid);
+    s.connect_pair(a, b, kOwnGid);
     const uint64_t base = reinterpret_cast<uint64_t>(s.buf.data);
     std::memcpy(s.buf.data, "unsignal", 8);
     const uint32_t depth = a.sq.size();

@@ -340,8 +340,7 @@ TEST_CASE("poll loop: a client lying about its CPU moves the loop at most once p
     ClientSession s(rig);
     ClientQp a = s.create_qp();
     ClientQp b = s.create_qp();
-    s.connect(a.qpn, b.qpn, kOwnGid);
-    s.connect(b.qpn, a.qpn, kOwnGid);
+    s.connect_pair(a, b, kOwnGid);
 
     auto idle = sleepy(50'000'000);  // every nap is ended by a kick; the cap only bounds the test
     idle.stream_work = 0;            // no stream: only policy 9 moves the loop
