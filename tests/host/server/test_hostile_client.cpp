@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "sanitizer.hpp"
 #include "session_client.hpp"
 
 using namespace rnic;
@@ -19,14 +20,6 @@ const wire::Gid kOwnGid4 = wire::Gid::from_ipv4(port::test::kSelf.ipv4);
 const wire::Gid kOwnGid6 = wire::Gid::from_ipv6(port::test::kSelfIp6);  // GID 2
 constexpr uint32_t kQkey = 0x11111111;
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RNIC_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define RNIC_TEST_ASAN 1
-#endif
 #ifdef RNIC_TEST_ASAN
 #include <sanitizer/allocator_interface.h>
 #endif
