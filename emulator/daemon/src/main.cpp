@@ -269,7 +269,8 @@ int main(int argc, char** argv) {
                            .min_sleep_ns = 16'000,
                            .max_sleep_ns = nap_cap_us * 1000,
                            .stream_spin_ns = opt.stream_spin_us * 1000,
-                           .stream_nap_ns = opt.stream_nap_us * 1000},
+                           .stream_nap_ns = opt.stream_nap_us * 1000,
+                           .stream_linger_ns = opt.stream_linger_us * 1000},
                           monotonic_ns);
     loop_counters = &loop;
     loop.set_latency_trace(opt.latency_trace);
@@ -297,7 +298,8 @@ int main(int argc, char** argv) {
                  opt.busy_poll ? std::string("busy")
                                : "adaptive (spin " + std::to_string(opt.spin_us) + " us, in a stream " +
                                      std::to_string(opt.stream_spin_us) + " us then " +
-                                     std::to_string(opt.stream_nap_us) + " us naps, naps up to " +
+                                     std::to_string(opt.stream_nap_us) + " us naps until " +
+                                     std::to_string(opt.stream_linger_us) + " us after it, naps up to " +
                                      std::to_string(nap_cap_us) + " us, " +
                                      (loop.wakes_on_rx() ? "woken by frames" : "timed") + ")",
                  daemon::to_string(opt.sched) +

@@ -13,7 +13,7 @@ namespace rnic::daemon {
 
 const char* usage() {
     return "usage: rnicd PORT [PORT]... [--busy-poll] [--latency-trace] [--spin-us N] [--stream-spin-us N] [--stream-nap-us N]\n"
-           "             [--idle-sleep-us N] [--no-rx-wakeup] [--ring-port] [--sched fifo|nice|none] [--home-cpu N]\n"
+           "             [--stream-linger-us N] [--idle-sleep-us N] [--no-rx-wakeup] [--ring-port] [--sched fifo|nice|none] [--home-cpu N]\n"
            "             [--log-level trace|debug|info|warn|error|off] [--run-dir DIR]\n"
            "             [--socket-mode MODE] [--socket-group GROUP] [--user-limit [USER:]RES=N,...]...\n"
            "             [-- EAL arguments]\n"
@@ -45,6 +45,9 @@ const char* usage() {
            "  --stream-nap-us N then a nap this long that frames do not end (default 20; 0: an\n"
            "                    ordinary nap): a receiver woken by every burst of a stream makes the\n"
            "                    sender pay for each wake-up inside its sendto()\n"
+           "  --stream-linger-us N  naps stay stream naps this long after the stream (default\n"
+           "                    2000): a stream near the threshold would otherwise wake and kick\n"
+           "                    the loops at every dip\n"
            "  --idle-sleep-us N longest nap (default 10000 when frames wake the loop, else 2000);\n"
            "                    a frame, a doorbell or a control message ends a nap at once\n"
            "  --no-rx-wakeup    do not sleep on the port's RX wake-up: frames wait for the nap to end\n"
@@ -235,7 +238,7 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         const bool takes_value =
             a == "--iface" || a == "--ip" || a == "--ip6" || a == "--mac" || a == "--pcap" || a == "--pcap-max-mb" ||
             a == "--log-level" || a == "--idle-sleep-us" || a == "--spin-us" || a == "--stream-spin-us" ||
-            a == "--stream-nap-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
+            a == "--stream-nap-us" || a == "--stream-linger-us" || a == "--sched" || a == "--qpc-cache" || a == "--mpt-cache" ||
             a == "--mtt-cache" || a == "--cache-miss-ns" || a == "--rx-desc" || a == "--tx-desc" || a == "--name" ||
             a == "--run-dir" || a == "--socket-mode" || a == "--socket-group" || a == "--user-limit" ||
             a == "--cm-keepalive" || a == "--cc" || a == "--port-rate" || a == "--dscp-prio" ||
@@ -327,6 +330,9 @@ wire::Expected<Options, std::string> parse_options(const std::vector<std::string
         } else if (a == "--stream-nap-us") {
             if (!parse_u64(v, o.stream_nap_us) || o.stream_nap_us > 1'000'000)
                 return U{"--stream-nap-us wants 0..1000000, got '" + v + "'"};
+        } else if (a == "--stream-linger-us") {
+            if (!parse_u64(v, o.stream_linger_us) || o.stream_linger_us > 1'000'000)
+                return U{"--stream-linger-us wants 0..1000000, got '" + v + "'"};
         } else if (a == "--home-cpu") {
             uint64_t cpu = 0;
             if (!parse_u64(v, cpu) || cpu >= 1024) return U{"--home-cpu wants a CPU number 0..1023, got '" + v + "'"};

@@ -24,6 +24,7 @@ const char* to_string(Sched s);
 inline constexpr uint64_t kDefaultSpinUs = 10;
 inline constexpr uint64_t kDefaultStreamSpinUs = 10;
 inline constexpr uint64_t kDefaultStreamNapUs = 20;
+inline constexpr uint64_t kDefaultStreamLingerUs = 2000;
 // The longest nap. Timed naps (no RX wake-up) bound the latency of a frame that arrives while
 // asleep, so they stay short; when frames, doorbells and control messages all end a nap, the cap
 // only bounds a missed wake-up and sets the idle cost (~0.2 % of a core per 100 naps/s here).
@@ -90,6 +91,7 @@ struct Options {
     uint64_t spin_us = kDefaultSpinUs;
     uint64_t stream_spin_us = kDefaultStreamSpinUs;  // the spin window while work streams in
     uint64_t stream_nap_us = kDefaultStreamNapUs;  // a timed nap in a stream, not woken by frames (0: none)
+    uint64_t stream_linger_us = kDefaultStreamLingerUs;  // stream naps go on this long after the stream
     uint64_t idle_sleep_max_us = 0;  // 0: kNapCapWokenUs when frames wake the loop, else kNapCapTimedUs
     bool rx_wakeup = true;  // sleep on the port's RX wake-up (else timed naps only)
     bool ring_port = false;  // --iface ports on rnicd's own TPACKET ring, not DPDK's af_packet PMD

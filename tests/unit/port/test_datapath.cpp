@@ -259,6 +259,38 @@ TEST_CASE("idle policy: while work streams in, the spin window and the nap follo
     CHECK_FALSE(never.streaming(1000));
 }
 
+TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, then frames end them again", "[datapath]") {
+    daemon::IdlePolicy idle({.busy_poll = false,
+                             .spin_ns = 1000,
+                             .max_sleep_ns = 40'000,
+                             .wake_on_rx = true,
+                             .stream_spin_ns = 5000,
+                             .stream_nap_ns = 300,
+                             .stream_window_ns = 100'000,
+                             .stream_work = 32,
+                             .stream_linger_ns = 1'000'000});
+    for (uint64_t t = 10'000; t < 14'000; t += 100) CHECK(idle.after_poll(1, t, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 19'100, std::nullopt) == 300);
+    CHECK(idle.stream_nap());
+    // Two windows later the stream has faded, but the linger (from the nap at 19,100) holds, even
+    // across a little work: a dip in a stream must not arm the wake-up.
+    CHECK_FALSE(idle.streaming(250'000));
+    CHECK(idle.after_poll(0, 250'000, std::nullopt) == 300);
+    CHECK(idle.stream_nap());
+    CHECK(idle.after_poll(3, 600'000, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 602'000, std::nullopt) == 300);
+    CHECK(idle.stream_nap());
+    CHECK(idle.after_poll(0, 1'019'000, std::nullopt) == 300);
+    // Past it: an ordinary nap, woken by frames, at the cap.
+    CHECK(idle.after_poll(0, 1'019'200, std::nullopt) == 40'000);
+    CHECK_FALSE(idle.stream_nap());
+    // A new stream starts a new linger from its last stream nap.
+    for (uint64_t t = 2'000'000; t < 2'004'000; t += 100) idle.after_poll(1, t, std::nullopt);
+    CHECK(idle.after_poll(0, 2'010'000, std::nullopt) == 300);
+    CHECK(idle.after_poll(0, 2'900'000, std::nullopt) == 300);
+    CHECK(idle.after_poll(0, 3'010'001, std::nullopt) == 40'000);
+}
+
 TEST_CASE("idle policy: a kick from the loop's own core stops the spin for a while, one from another core at once", "[datapath]") {
     daemon::IdlePolicy idle({.busy_poll = false,
                              .spin_ns = 10'000,
@@ -314,9 +346,13 @@ TEST_CASE("options: rnicd's command line", "[datapath]") {
     CHECK(ok->spin_us == daemon::kDefaultSpinUs);
     CHECK(ok->rx_wakeup);
     auto tuned = daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--spin-us", "0", "--sched", "nice",
-                                        "--no-rx-wakeup", "--idle-sleep-us", "500"});
+                                        "--no-rx-wakeup", "--idle-sleep-us", "500", "--stream-linger-us", "0"});
     REQUIRE(tuned);
     CHECK(tuned->spin_us == 0);
+    CHECK(tuned->stream_linger_us == 0);
+    CHECK(ok->stream_linger_us == daemon::kDefaultStreamLingerUs);
+    CHECK(daemon::parse_options({"--iface", "veth0", "--ip", "10.0.0.1/24", "--stream-linger-us", "1000001"}).error() ==
+          "--stream-linger-us wants 0..1000000, got '1000001'");
     CHECK(tuned->sched == daemon::Sched::Nice);
     CHECK_FALSE(tuned->rx_wakeup);
     CHECK(tuned->idle_sleep_max_us == 500);
