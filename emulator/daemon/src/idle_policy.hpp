@@ -14,12 +14,15 @@
 // trip a frame and an ACK each way, a WQE and a CQE or two) stays far below the threshold and
 // keeps the short window that leaves the core to the application.
 //
-// A stream also lingers: for `stream_linger_ns` after the loop last saw one, its naps stay stream
-// naps. At 0.2-0.3 M frames/s the count over a window hovers around the threshold (25 frames in
-// 100 us at 0.25 M/s), and every nap that fell out of the stream armed the wake-up: the next frame
-// woke the receiver through the sender's sendto(), and the sender's next doorbell came with a kick.
-// Counted over one 1-QP `ib_write_bw -s 64` run: ~7,000 receiver wake-ups by frames and ~4,000
-// sender kicks without the linger, ~15 and ~200 with 2 ms of it.
+// A stream also lingers: for up to `stream_linger_ns` after the loop last saw one, its naps stay
+// stream naps while the work over that longer window keeps a stream's pace (`stream_linger_work`).
+// At 0.2-0.3 M frames/s the count over 100 us hovers around the threshold (25 frames at 0.25 M/s),
+// and every nap that fell out of the stream armed the wake-up: the next frame woke the receiver
+// through the sender's sendto(), and the sender's next doorbell came with a kick. Counted over one
+// 1-QP `ib_write_bw -s 64` run: ~7,000 receiver wake-ups by frames and ~4,000 sender kicks without
+// the linger, ~15 and ~200 with it. The pace test keeps it to streams: a client posting a burst
+// of 32 now and then would otherwise hold every other client's doorbells to the stream nap's
+// length for the whole linger after each burst.
 #pragma once
 
 #include <algorithm>
@@ -42,7 +45,8 @@ public:
         uint64_t stream_window_ns = 100'000;
         uint32_t stream_work = 32;  // 0: never a stream
         uint64_t colocated_ns = 2'000'000;  // how long a kick from our own core stops the spin
-        uint64_t stream_linger_ns = 0;      // naps stay stream naps this long after the stream
+        uint64_t stream_linger_ns = 0;      // naps stay stream naps up to this long after the stream,
+        uint32_t stream_linger_work = 128;  // while this much work came within that window
     };
     explicit IdlePolicy(Config config) : config_(config), next_sleep_(first_sleep()) {}
 
@@ -61,7 +65,7 @@ public:
         uint64_t sleep = next_sleep_;
         next_sleep_ = std::min(next_sleep_ * 2, config_.max_sleep_ns);
         if (streaming(now_ns)) stream_until_ = now_ns + config_.stream_linger_ns;
-        stream_nap_ = config_.stream_nap_ns && (streaming(now_ns) || now_ns < stream_until_);
+        stream_nap_ = config_.stream_nap_ns && (streaming(now_ns) || lingering(now_ns));
         if (stream_nap_) sleep = config_.stream_nap_ns;
         if (const std::optional<uint64_t> d = deadline()) {
             if (*d <= now_ns) return 0;
@@ -93,26 +97,48 @@ public:
     bool colocated(uint64_t now_ns) const noexcept { return now_ns < colocated_until_; }
 
     bool streaming(uint64_t now_ns) const {
-        if (config_.stream_work == 0 || config_.stream_window_ns == 0) return false;
-        const uint64_t bucket = now_ns / config_.stream_window_ns;
-        uint64_t recent = 0;
-        if (bucket == bucket_) recent = current_count_ + previous_count_;
-        else if (bucket == bucket_ + 1) recent = current_count_;
-        return recent >= config_.stream_work;
+        if (config_.stream_work == 0) return false;
+        return recent_.count(now_ns) >= config_.stream_work;
+    }
+    // Past the stream, within the linger, and still at a stream's pace over the linger's window.
+    bool lingering(uint64_t now_ns) const {
+        return now_ns < stream_until_ && lingering_.count(now_ns) >= config_.stream_linger_work;
     }
 
 private:
-    // Work done at `now_ns`, in two fixed buckets of a window each: the count over the current
-    // and the previous bucket is at least the count over the last window.
-    void note_activity(size_t work, uint64_t now_ns) {
-        if (config_.stream_work == 0 || config_.stream_window_ns == 0) return;
-        const uint64_t bucket = now_ns / config_.stream_window_ns;
-        if (bucket != bucket_) {
-            previous_count_ = bucket == bucket_ + 1 ? current_count_ : 0;
-            current_count_ = 0;
-            bucket_ = bucket;
+    // Work counted in two fixed buckets of a window each: the count over the current and the
+    // previous bucket is at least the count over the last window.
+    class WindowCount {
+    public:
+        explicit WindowCount(uint64_t window_ns) : window_ns_(window_ns) {}
+        void add(uint64_t now_ns, size_t work) {
+            if (window_ns_ == 0) return;
+            const uint64_t bucket = now_ns / window_ns_;
+            if (bucket != bucket_) {
+                previous_ = bucket == bucket_ + 1 ? current_ : 0;
+                current_ = 0;
+                bucket_ = bucket;
+            }
+            current_ += work;
         }
-        current_count_ += work;
+        uint64_t count(uint64_t now_ns) const {
+            if (window_ns_ == 0) return 0;
+            const uint64_t bucket = now_ns / window_ns_;
+            if (bucket == bucket_) return current_ + previous_;
+            return bucket == bucket_ + 1 ? current_ : 0;
+        }
+
+    private:
+        uint64_t window_ns_;
+        uint64_t bucket_ = 0;
+        uint64_t current_ = 0;
+        uint64_t previous_ = 0;
+    };
+
+    void note_activity(size_t work, uint64_t now_ns) {
+        if (config_.stream_work == 0) return;
+        recent_.add(now_ns, work);
+        lingering_.add(now_ns, work);
     }
 
     uint64_t spin_window(uint64_t now_ns) const {
@@ -127,11 +153,10 @@ private:
     Config config_;
     uint64_t next_sleep_;
     uint64_t last_work_ = 0;
-    uint64_t bucket_ = 0;
-    uint64_t current_count_ = 0;
-    uint64_t previous_count_ = 0;
+    WindowCount recent_{config_.stream_window_ns};      // is work streaming in
+    WindowCount lingering_{config_.stream_linger_ns};  // is a stream's pace kept over the linger
     uint64_t colocated_until_ = 0;
-    uint64_t stream_until_ = 0;  // stream naps until then (the linger)
+    uint64_t stream_until_ = 0;  // the linger ends then at the latest
     bool stream_nap_ = false;
 };
 

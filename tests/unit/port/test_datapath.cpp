@@ -260,35 +260,54 @@ TEST_CASE("idle policy: while work streams in, the spin window and the nap follo
 }
 
 TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, then frames end them again", "[datapath]") {
-    daemon::IdlePolicy idle({.busy_poll = false,
-                             .spin_ns = 1000,
-                             .max_sleep_ns = 40'000,
-                             .wake_on_rx = true,
-                             .stream_spin_ns = 5000,
-                             .stream_nap_ns = 300,
-                             .stream_window_ns = 100'000,
-                             .stream_work = 32,
-                             .stream_linger_ns = 1'000'000});
-    for (uint64_t t = 10'000; t < 14'000; t += 100) CHECK(idle.after_poll(1, t, std::nullopt) == 0);
-    CHECK(idle.after_poll(0, 19'100, std::nullopt) == 300);
+    const daemon::IdlePolicy::Config config{.busy_poll = false,
+                                            .spin_ns = 1000,
+                                            .max_sleep_ns = 40'000,
+                                            .wake_on_rx = true,
+                                            .stream_spin_ns = 5000,
+                                            .stream_nap_ns = 300,
+                                            .stream_window_ns = 100'000,
+                                            .stream_work = 32,
+                                            .stream_linger_ns = 1'000'000,
+                                            .stream_linger_work = 128};
+    daemon::IdlePolicy idle(config);
+    // 200 items in 200 us: a stream, and at a stream's pace over the linger's window.
+    for (uint64_t t = 10'000; t < 210'000; t += 1000) CHECK(idle.after_poll(1, t, std::nullopt) == 0);
+    CHECK(idle.after_poll(0, 215'000, std::nullopt) == 300);
     CHECK(idle.stream_nap());
-    // Two windows later the stream has faded, but the linger (from the nap at 19,100) holds, even
+    // Two windows later the stream has faded, but the linger (from the nap at 215,000) holds, even
     // across a little work: a dip in a stream must not arm the wake-up.
-    CHECK_FALSE(idle.streaming(250'000));
-    CHECK(idle.after_poll(0, 250'000, std::nullopt) == 300);
+    CHECK_FALSE(idle.streaming(400'000));
+    CHECK(idle.lingering(400'000));
+    CHECK(idle.after_poll(0, 400'000, std::nullopt) == 300);
     CHECK(idle.stream_nap());
     CHECK(idle.after_poll(3, 600'000, std::nullopt) == 0);
     CHECK(idle.after_poll(0, 602'000, std::nullopt) == 300);
-    CHECK(idle.stream_nap());
-    CHECK(idle.after_poll(0, 1'019'000, std::nullopt) == 300);
+    CHECK(idle.after_poll(0, 1'214'000, std::nullopt) == 300);
     // Past it: an ordinary nap, woken by frames, at the cap.
-    CHECK(idle.after_poll(0, 1'019'200, std::nullopt) == 40'000);
+    CHECK(idle.after_poll(0, 1'215'100, std::nullopt) == 40'000);
     CHECK_FALSE(idle.stream_nap());
-    // A new stream starts a new linger from its last stream nap.
-    for (uint64_t t = 2'000'000; t < 2'004'000; t += 100) idle.after_poll(1, t, std::nullopt);
-    CHECK(idle.after_poll(0, 2'010'000, std::nullopt) == 300);
-    CHECK(idle.after_poll(0, 2'900'000, std::nullopt) == 300);
-    CHECK(idle.after_poll(0, 3'010'001, std::nullopt) == 40'000);
+
+    // A burst of 40 items is a stream for its two windows, but not a stream's pace over the
+    // linger's window: no linger after it. A client posting such bursts now and then cannot hold
+    // the other clients' doorbells to the stream nap.
+    daemon::IdlePolicy bursts(config);
+    for (uint64_t t = 10'000; t < 14'000; t += 100) CHECK(bursts.after_poll(1, t, std::nullopt) == 0);
+    CHECK(bursts.after_poll(0, 19'100, std::nullopt) == 300);
+    CHECK(bursts.stream_nap());
+    CHECK_FALSE(bursts.streaming(250'000));
+    CHECK_FALSE(bursts.lingering(250'000));
+    CHECK(bursts.after_poll(0, 250'000, std::nullopt) == 40'000);
+    CHECK_FALSE(bursts.stream_nap());
+
+    // Linger 0: the stream ends with its windows, as before the linger.
+    auto no_linger = config;
+    no_linger.stream_linger_ns = 0;
+    daemon::IdlePolicy plain(no_linger);
+    for (uint64_t t = 10'000; t < 210'000; t += 500) plain.after_poll(2, t, std::nullopt);
+    CHECK(plain.after_poll(0, 215'000, std::nullopt) == 300);
+    CHECK_FALSE(plain.lingering(400'000));
+    CHECK(plain.after_poll(0, 400'000, std::nullopt) == 40'000);
 }
 
 TEST_CASE("idle policy: a kick from the loop's own core stops the spin for a while, one from another core at once", "[datapath]") {
