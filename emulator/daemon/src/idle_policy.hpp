@@ -20,7 +20,7 @@
 // and every nap that fell out of the stream armed the wake-up: the next frame woke the receiver
 // through the sender's sendto(), and the sender's next doorbell came with a kick. Counted over one
 // 1-QP `ib_write_bw -s 64` run: ~7,000 receiver wake-ups by frames and ~4,000 sender kicks without
-// the linger, ~15 and ~200 with it. The pace test keeps it to streams: a client posting a burst
+// the linger, 16-153 and 198-444 with it. The pace test keeps it to streams: a client posting a burst
 // of 32 now and then would otherwise hold every other client's doorbells to the stream nap's
 // length for the whole linger after each burst.
 #pragma once
