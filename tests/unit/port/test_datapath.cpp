@@ -259,6 +259,13 @@ TEST_CASE("idle policy: while work streams in, the spin window and the nap follo
     CHECK_FALSE(never.streaming(1000));
 }
 
+namespace {
+// `items` of work found on every turn from `from` to `to` (exclusive), `step` ns apart: no nap.
+void feed(daemon::IdlePolicy& idle, uint64_t from, uint64_t to, uint64_t step, size_t items) {
+    for (uint64_t t = from; t < to; t += step) CHECK(idle.after_poll(items, t, std::nullopt) == 0);
+}
+}  // namespace
+
 TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, then frames end them again", "[datapath]") {
     const daemon::IdlePolicy::Config config{.busy_poll = false,
                                             .spin_ns = 1000,
@@ -272,7 +279,7 @@ TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, the
                                             .stream_linger_work = 128};
     daemon::IdlePolicy idle(config);
     // 200 items in 200 us: a stream, and at a stream's pace over the linger's window.
-    for (uint64_t t = 10'000; t < 210'000; t += 1000) CHECK(idle.after_poll(1, t, std::nullopt) == 0);
+    feed(idle, 10'000, 210'000, 1000, 1);
     CHECK(idle.after_poll(0, 215'000, std::nullopt) == 300);
     CHECK(idle.stream_nap());
     // Two windows later the stream has faded, but the linger (from the nap at 215,000) holds, even
@@ -292,7 +299,7 @@ TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, the
     // linger's window: no linger after it. A client posting such bursts now and then cannot hold
     // the other clients' doorbells to the stream nap.
     daemon::IdlePolicy bursts(config);
-    for (uint64_t t = 10'000; t < 14'000; t += 100) CHECK(bursts.after_poll(1, t, std::nullopt) == 0);
+    feed(bursts, 10'000, 14'000, 100, 1);
     CHECK(bursts.after_poll(0, 19'100, std::nullopt) == 300);
     CHECK(bursts.stream_nap());
     CHECK_FALSE(bursts.streaming(250'000));
@@ -304,7 +311,7 @@ TEST_CASE("idle policy: naps stay stream naps for the linger after a stream, the
     auto no_linger = config;
     no_linger.stream_linger_ns = 0;
     daemon::IdlePolicy plain(no_linger);
-    for (uint64_t t = 10'000; t < 210'000; t += 500) plain.after_poll(2, t, std::nullopt);
+    feed(plain, 10'000, 210'000, 500, 2);
     CHECK(plain.after_poll(0, 215'000, std::nullopt) == 300);
     CHECK_FALSE(plain.lingering(400'000));
     CHECK(plain.after_poll(0, 400'000, std::nullopt) == 40'000);
