@@ -213,6 +213,11 @@ class Runner:
         else:
             print(text, flush=True)
 
+    @staticmethod
+    def finished(sc, rc, out):
+        """A side that exited 0 and printed its success line."""
+        return rc == 0 and re.search(sc.success, out, re.M) is not None
+
     def host(self, argv):
         return self.bed.host_cmd([self.a.rnic_run, *argv])
 
@@ -240,7 +245,7 @@ class Runner:
                 host_proc = subprocess.Popen(host_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                              stderr=subprocess.STDOUT, text=True)
                 host_out, _ = host_proc.communicate(timeout=sc.timeout + 10)
-                client_done = host_proc.returncode == 0 and re.search(sc.success, host_out, re.M)
+                client_done = self.finished(sc, host_proc.returncode, host_out)
                 vm_rc = job.wait(LAST_ACK_GRACE if sc.last_ack_race and client_done else sc.timeout + 10)
                 client_out, server_out = host_out, job.output()
             else:
@@ -275,9 +280,8 @@ class Runner:
         client_rc, server_rc = (host_rc, vm_rc) if direction == "vm-server" else (vm_rc, host_rc)
         server_stuck = server_rc in (None, 124, 143) if direction == "vm-server" else (
             "retry counter exceeded" in server_out)
-        lost_last_ack = bool(not ok and sc.last_ack_race and client_rc == 0 and server_stuck
-                             and re.search(sc.success, client_out, re.M)
-                             and not [w for w in BAD_WORDS if w in client_out])
+        lost_last_ack = (not ok and sc.last_ack_race and server_stuck and self.finished(sc, client_rc, client_out)
+                         and not any(w in client_out for w in BAD_WORDS))
         return bool(ok), elapsed, detail, lost_last_ack
 
     def run_phase(self, phase, selected):

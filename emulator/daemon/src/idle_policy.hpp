@@ -64,8 +64,9 @@ public:
         if (config_.busy_poll || now_ns - last_work_ < spin_window(now_ns)) return 0;
         uint64_t sleep = next_sleep_;
         next_sleep_ = std::min(next_sleep_ * 2, config_.max_sleep_ns);
-        if (streaming(now_ns)) stream_until_ = now_ns + config_.stream_linger_ns;
-        stream_nap_ = config_.stream_nap_ns && (streaming(now_ns) || lingering(now_ns));
+        const bool stream = streaming(now_ns);
+        if (stream) stream_until_ = now_ns + config_.stream_linger_ns;
+        stream_nap_ = config_.stream_nap_ns && (stream || lingering(now_ns));
         if (stream_nap_) sleep = config_.stream_nap_ns;
         if (const std::optional<uint64_t> d = deadline()) {
             if (*d <= now_ns) return 0;
